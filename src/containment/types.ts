@@ -1,0 +1,25 @@
+import type { KillTarget } from '../kill/index.js';
+import type { UsedContainment } from '../types.js';
+
+/** What a launcher needs to start a command; containments adjust it before the spawn. */
+export interface LaunchPlan {
+  file: string;
+  args: string[];
+  cwd: string | undefined;
+  env: Record<string, string>;
+  /** Start the command in a new session and process group (setsid). */
+  newSession: boolean;
+}
+
+/**
+ * How a run is held. Strategies share three verbs (prepare, members, signal) so that new ones
+ * (cgroup, Windows Job Objects) are new files, not new branches.
+ */
+export interface Containment extends KillTarget {
+  readonly kind: UsedContainment;
+  prepare(plan: LaunchPlan): LaunchPlan;
+  /** Called once the command has a pid, before anything can be signalled. */
+  attach(pid: number): Promise<void>;
+  /** Frees what the containment holds (a cgroup directory...). Idempotent. */
+  release(): Promise<void>;
+}

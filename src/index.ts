@@ -1,0 +1,5 @@
+export { type Clock, realClock } from './clock.js';
+export { isProcwardenError, ProcwardenError, type ProcwardenErrorCode } from './errors.js';
+export { parseDuration } from './spec/index.js';
+export { getDefaultSupervisor, run, Supervisor } from './supervisor/index.js';
+export type * from './types.js';

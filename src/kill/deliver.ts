@@ -1,0 +1,59 @@
+import { isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import type { Guard } from './guard.js';
+
+/** How a signal leaves the process: process.kill by default; tests inject a recorder. */
+export type SendSignal = (pid: number, signal: NodeJS.Signals) => void;
+
+export type Delivery = 'sent' | 'gone' | 'forbidden' | 'denied';
+
+export const defaultSend: SendSignal = (pid, signal) => {
+  process.kill(pid, signal);
+};
+
+/** Signals processes by identity: the (pid, start time) recorded in a snapshot is re-read first. */
+export class Deliverer {
+  constructor(
+    private readonly table: ProcessTable,
+    private readonly guard: Guard,
+    private readonly send: SendSignal = defaultSend,
+    readonly notes: string[] = [],
+  ) {}
+
+  async toMember(member: ProcessInfo, signal: NodeJS.Signals): Promise<Delivery> {
+    if (this.guard.forbidsPid(member.pid)) {
+      this.notes.push(`refused to signal pid ${member.pid}: it is pid 1, procwarden itself or an ancestor`);
+      return 'forbidden';
+    }
+    const fresh = await this.table.get(member.pid);
+    if (isGone(fresh) || fresh?.startTime !== member.startTime) return 'gone';
+    return this.raw(member.pid, signal);
+  }
+
+  /**
+   * Signals a whole process group, but only while `witness` (a member verified by identity) still
+   * belongs to it: a group whose members are all gone may have had its number recycled.
+   */
+  async toGroup(pgid: number, witness: ProcessInfo, signal: NodeJS.Signals): Promise<Delivery> {
+    if (this.guard.forbidsGroup(pgid)) {
+      this.notes.push(`refused to signal process group ${pgid}: it holds procwarden or an ancestor`);
+      return 'forbidden';
+    }
+    const fresh = await this.table.get(witness.pid);
+    if (isGone(fresh) || fresh?.startTime !== witness.startTime || fresh.pgid !== pgid) return 'gone';
+    return this.raw(-pgid, signal);
+  }
+
+  private raw(target: number, signal: NodeJS.Signals): Delivery {
+    try {
+      this.send(target, signal);
+      return 'sent';
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ESRCH') return 'gone';
+      this.notes.push(
+        `${signal} to ${target < 0 ? `group ${-target}` : `pid ${target}`} failed: ${code ?? error}`,
+      );
+      return 'denied';
+    }
+  }
+}

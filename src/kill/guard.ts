@@ -1,0 +1,44 @@
+import type { ProcessTable } from '../tree/index.js';
+
+/**
+ * Invariant 2: never signal pid <= 1, ourselves, an ancestor of ours, or a process group that
+ * holds us or an ancestor. Ancestors are re-read for every sequence: if our parent dies we are
+ * re-parented, and yesterday's list would be wrong.
+ */
+export class Guard {
+  private pids = new Set<number>();
+  private groups = new Set<number>();
+
+  static async load(table: ProcessTable): Promise<Guard> {
+    const guard = new Guard();
+    await guard.refresh(table);
+    return guard;
+  }
+
+  async refresh(table: ProcessTable): Promise<void> {
+    const pids = new Set<number>([process.pid]);
+    const groups = new Set<number>();
+    let pid = process.pid;
+    for (let hops = 0; hops < 4096 && pid > 1; hops++) {
+      const info = await table.get(pid);
+      if (!info) break;
+      pids.add(info.pid);
+      groups.add(info.pgid);
+      pid = info.ppid;
+    }
+    this.pids = pids;
+    this.groups = groups;
+  }
+
+  forbidsPid(pid: number): boolean {
+    return !Number.isInteger(pid) || pid <= 1 || this.pids.has(pid);
+  }
+
+  forbidsGroup(pgid: number): boolean {
+    return !Number.isInteger(pgid) || pgid <= 1 || this.groups.has(pgid) || this.pids.has(pgid);
+  }
+
+  isOwnOrAncestor(pid: number): boolean {
+    return this.pids.has(pid);
+  }
+}

@@ -1,0 +1,150 @@
+import { type Clock, sleep } from '../clock.js';
+import { isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import type { MemberReport, TerminateReport } from '../types.js';
+
+/** What a termination sequence acts on: a containment, or an arbitrary existing tree. */
+export interface KillTarget {
+  /** A fresh scan: every live member of the tree now, with its identity. */
+  members(): Promise<ProcessInfo[]>;
+  /** Delivers `signal` to all of `members` at once; returns those it reached. */
+  signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]>;
+  /** Notes gathered while signalling (refusals, EPERM). */
+  readonly notes?: readonly string[];
+}
+
+export interface TerminatePlan {
+  signal: NodeJS.Signals;
+  graceMs: number;
+  clock: Clock;
+  table: ProcessTable;
+  /** Polled while waiting: true ends the grace at once (kill() during a graceful sequence). */
+  escalateNow?: () => boolean;
+  /** How long survivors of SIGKILL are chased before being reported as escaped. Default 3000 ms. */
+  killTimeoutMs?: number;
+}
+
+const MAX_POLL_MS = 25;
+const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
+
+/**
+ * The one termination sequence: graceful signal to every member at once, wait up to the grace
+ * for the whole tree to be gone, SIGKILL the survivors only, confirm extinction.
+ */
+export async function terminate(target: KillTarget, plan: TerminatePlan): Promise<TerminateReport> {
+  const { clock } = plan;
+  const t0 = clock.now();
+  const reports = new Map<string, MemberReport & { info: ProcessInfo }>();
+  let killedAt: number | null = null;
+
+  const record = (members: ProcessInfo[], signal: NodeJS.Signals) => {
+    const atMs = Math.round(clock.now() - t0);
+    for (const m of members) {
+      let r = reports.get(key(m));
+      if (!r) {
+        r = { pid: m.pid, command: m.command, signals: [], outcome: 'exited-in-grace', info: m };
+        reports.set(key(m), r);
+      }
+      r.signals.push({ signal, atMs });
+    }
+  };
+  const send = async (signal: NodeJS.Signals, members: ProcessInfo[]) => {
+    if (members.length === 0) return;
+    record(await target.signal(signal, members), signal);
+  };
+  const graceful = async (members: ProcessInfo[]) => {
+    await send(plan.signal, members);
+    // A stopped member cannot act on SIGTERM until it is continued.
+    if (
+      plan.signal !== 'SIGKILL' &&
+      plan.signal !== 'SIGCONT' &&
+      members.some((m) => m.state === 'T' || m.state === 't')
+    ) {
+      await target.signal('SIGCONT', members);
+    }
+  };
+
+  let members = await target.members();
+  if (members.length > 0) {
+    await graceful(members);
+    if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, t0);
+    if (members.length > 0) {
+      killedAt = clock.now();
+      members = await killUntilGone(target, plan, members, (m) => send('SIGKILL', m));
+    }
+  }
+
+  for (const r of reports.values()) if (r.signals.some((s) => s.signal === 'SIGKILL')) r.outcome = 'killed';
+  for (const m of members) {
+    const r = reports.get(key(m));
+    if (r) r.outcome = 'escaped';
+  }
+  const list = [...reports.values()].map(({ info: _info, ...r }) => r);
+  return {
+    members: list,
+    signalled: list.length,
+    killed: list.filter((r) => r.outcome === 'killed').length,
+    escaped: members.length,
+    escalated: killedAt !== null,
+    durationMs: Math.round(clock.now() - t0),
+    graceUsedMs: killedAt === null ? null : Math.round(killedAt - t0),
+    notes: [...(target.notes ?? [])],
+  };
+}
+
+/** Polls the signalled members (cheap per-pid reads) with backoff; a full scan confirms extinction. */
+async function waitForGrace(
+  target: KillTarget,
+  plan: TerminatePlan,
+  reports: Map<string, { info: ProcessInfo }>,
+  graceful: (m: ProcessInfo[]) => Promise<void>,
+  t0: number,
+): Promise<ProcessInfo[]> {
+  const deadline = t0 + plan.graceMs;
+  let delay = 1;
+  for (;;) {
+    const alive = await stillAlive(
+      plan.table,
+      [...reports.values()].map((r) => r.info),
+    );
+    if (alive.length === 0) {
+      const fresh = await target.members();
+      if (fresh.length === 0) return [];
+      // Forked after the first signal: they are members too and get the same graceful signal.
+      const unseen = fresh.filter((m) => !reports.has(key(m)));
+      if (unseen.length > 0) await graceful(unseen);
+    }
+    const now = plan.clock.now();
+    if (now >= deadline || plan.escalateNow?.()) return target.members();
+    await sleep(plan.clock, Math.min(delay, deadline - now));
+    delay = Math.min(delay * 2, MAX_POLL_MS);
+  }
+}
+
+/** SIGKILL until nothing is left (Bazel's process-wrapper does the same), within a bound. */
+async function killUntilGone(
+  target: KillTarget,
+  plan: TerminatePlan,
+  first: ProcessInfo[],
+  kill: (m: ProcessInfo[]) => Promise<void>,
+): Promise<ProcessInfo[]> {
+  const giveUpAt = plan.clock.now() + (plan.killTimeoutMs ?? 3000);
+  let members = first;
+  let delay = 1;
+  while (members.length > 0) {
+    await kill(members);
+    await sleep(plan.clock, delay);
+    delay = Math.min(delay * 2, MAX_POLL_MS);
+    members = await target.members();
+    if (plan.clock.now() >= giveUpAt) break;
+  }
+  return members;
+}
+
+async function stillAlive(table: ProcessTable, members: ProcessInfo[]): Promise<ProcessInfo[]> {
+  const out: ProcessInfo[] = [];
+  for (const m of members) {
+    const fresh = await table.get(m.pid);
+    if (!isGone(fresh) && fresh?.startTime === m.startTime) out.push(m);
+  }
+  return out;
+}

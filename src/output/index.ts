@@ -1,0 +1,2 @@
+export { BoundedCapture } from './capture.js';
+export { type CollectorOptions, OutputCollector } from './collector.js';

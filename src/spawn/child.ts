@@ -1,0 +1,67 @@
+import { spawn } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
+import type { LaunchPlan } from '../containment/index.js';
+import type { RunStdin } from '../types.js';
+import type { LaunchEvents, Launched, LaunchOptions } from './types.js';
+
+/** Launches through node:child_process with pipes for stdout and stderr. */
+export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: LaunchEvents): Launched {
+  const stdinMode = options.stdin.kind === 'data' ? 'pipe' : options.stdin.kind;
+  const child = spawn(plan.file, plan.args, {
+    cwd: plan.cwd,
+    env: plan.env,
+    detached: plan.newSession,
+    stdio: [stdinMode, 'pipe', 'pipe'],
+    windowsHide: true,
+  });
+
+  let settled = false;
+  child.once('spawn', () => events.spawned());
+  child.once('error', (error: NodeJS.ErrnoException) => {
+    // 'error' also fires for a failed kill() or a failed IPC send; only a spawn failure has no pid.
+    if (settled) return;
+    if (child.pid === undefined) {
+      settled = true;
+      events.failed(error);
+    }
+  });
+  child.once('exit', (code, signal) => {
+    if (settled) return;
+    settled = true;
+    events.exited(code, signal);
+  });
+
+  const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
+  child.stdout?.on('data', (chunk: Buffer) => events.output('stdout', chunk));
+  child.stderr?.on('data', (chunk: Buffer) => events.output('stderr', chunk));
+  const outputDone = Promise.all(
+    streams.map((s) => new Promise<void>((resolve) => s.once('close', () => resolve()))),
+  ).then(() => undefined);
+
+  const stdin = child.stdin ? wrapStdin(child.stdin) : undefined;
+  if (options.stdin.kind === 'data') {
+    stdin?.write(options.stdin.data);
+    stdin?.end();
+  }
+
+  return {
+    pid: child.pid,
+    stdin: options.stdin.kind === 'pipe' ? stdin : undefined,
+    outputDone,
+    releaseOutput() {
+      for (const s of streams) s.destroy();
+      child.stdin?.destroy();
+    },
+  };
+}
+
+function wrapStdin(stream: Writable): RunStdin {
+  // EPIPE when the command closed its stdin early is the command's business, not a crash of ours.
+  stream.on('error', () => {});
+  return {
+    write: (data) => (stream.writable ? stream.write(data) : false),
+    end: () => {
+      if (stream.writable) stream.end();
+    },
+  };
+}

@@ -1,0 +1,28 @@
+import type { LaunchPlan } from '../containment/index.js';
+import type { RunStdin, StreamName } from '../types.js';
+
+export interface LaunchEvents {
+  output(stream: StreamName, chunk: Buffer): void;
+  /** The command has a pid and is running. */
+  spawned(): void;
+  /** The direct child exited (its output may still be draining). */
+  exited(code: number | null, signal: NodeJS.Signals | null): void;
+  /** The command could not be started. */
+  failed(error: NodeJS.ErrnoException): void;
+}
+
+export interface LaunchOptions {
+  stdin: { kind: 'ignore' | 'pipe' | 'inherit' } | { kind: 'data'; data: Uint8Array };
+}
+
+/** A started command as the run sees it, whatever launched it (pipes or a PTY). */
+export interface Launched {
+  readonly pid: number | undefined;
+  readonly stdin: RunStdin | undefined;
+  /** Resolves once every output stream has ended. */
+  readonly outputDone: Promise<void>;
+  /** Stops reading output (after the drain window): holders of the pipe no longer keep us waiting. */
+  releaseOutput(): void;
+}
+
+export type Launcher = (plan: LaunchPlan, options: LaunchOptions, events: LaunchEvents) => Launched;

@@ -1,0 +1,31 @@
+import { ProcwardenError } from '../errors.js';
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Parses '1.5s', '200ms', '2m', '1h', '1d' or a bare number (in `bareUnit`, seconds by default,
+ * as coreutils timeout does) into milliseconds.
+ */
+export function parseDuration(text: string, what = 'duration', bareUnit: keyof typeof UNITS = 's'): number {
+  const match = /^\s*(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*(ms|s|m|h|d)?\s*$/.exec(text);
+  if (!match) {
+    throw new ProcwardenError(
+      'INVALID_DURATION',
+      `${what}: ${JSON.stringify(text)} is not a duration; write a non-negative number with an optional unit (ms, s, m, h, d), e.g. 30s or 1.5m.`,
+    );
+  }
+  const value =
+    Number(`${match[1]}${match[2] ? `e${match[2]}` : ''}`) * (UNITS[match[3] ?? bareUnit] ?? 1000);
+  return checkDuration(value, what);
+}
+
+/** Validates a millisecond count from a spec: finite, not negative. */
+export function checkDuration(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new ProcwardenError(
+      'INVALID_DURATION',
+      `${what}: ${String(value)} is not a valid duration; give a finite number of milliseconds, 0 or more.`,
+    );
+  }
+  return value;
+}

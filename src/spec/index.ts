@@ -1,0 +1,10 @@
+export { checkDuration, parseDuration } from './duration.js';
+export {
+  COOKIE_NAME,
+  DEFAULT_DRAIN_MS,
+  DEFAULT_GRACE_MS,
+  DEFAULT_MAX_BYTES,
+  type NormalSpec,
+  normalizeSpec,
+} from './normalize.js';
+export { normalizeSignal, signalName, signalNumber } from './signals.js';

@@ -1,0 +1,226 @@
+import { statSync } from 'node:fs';
+import { ProcwardenError } from '../errors.js';
+import type { ContainmentMode, OutputOptions, PtyOptions, RunMode, RunSpec, StreamName } from '../types.js';
+import { checkDuration } from './duration.js';
+import { normalizeSignal } from './signals.js';
+
+export const DEFAULT_GRACE_MS = 5000;
+export const DEFAULT_DRAIN_MS = 500;
+export const DEFAULT_MAX_BYTES = 1024 * 1024;
+export const COOKIE_NAME = 'PROCWARDEN_RUN';
+
+/** A spec after validation: every default filled in, every value checked. */
+export interface NormalSpec {
+  argv: [string, ...string[]];
+  mode: RunMode;
+  cwd: string | undefined;
+  /** The complete environment of the run, cookie included. */
+  env: Record<string, string>;
+  cookie: string | null;
+  stdin: { kind: 'ignore' | 'pipe' | 'inherit' } | { kind: 'data'; data: Uint8Array };
+  timeoutMs: number;
+  noOutputTimeoutMs: number;
+  graceMs: number;
+  killSignal: NodeJS.Signals;
+  drainMs: number;
+  signal: AbortSignal | undefined;
+  containment: ContainmentMode;
+  leftovers: 'kill' | 'keep';
+  scope: string | undefined;
+  replaceScope: boolean;
+  maxBytes: number;
+  onData: ((text: string, stream: StreamName) => void) | undefined;
+  file: string | undefined;
+  pty: Required<PtyOptions>;
+}
+
+const KNOWN_KEYS = new Set<string>([
+  'argv',
+  'mode',
+  'shell',
+  'cwd',
+  'env',
+  'extendEnv',
+  'cookie',
+  'stdin',
+  'timeoutMs',
+  'noOutputTimeoutMs',
+  'graceMs',
+  'killSignal',
+  'drainMs',
+  'signal',
+  'containment',
+  'leftovers',
+  'scope',
+  'replaceScope',
+  'output',
+  'pty',
+]);
+
+function invalid(message: string, code: 'INVALID_SPEC' | 'INVALID_ARGV' | 'INVALID_OPTION' = 'INVALID_SPEC') {
+  return new ProcwardenError(code, message);
+}
+
+function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string, fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+  throw invalid(`${what}: ${JSON.stringify(value)} is not one of ${allowed.join(', ')}.`, 'INVALID_OPTION');
+}
+
+function optionalDuration(value: unknown, what: string, fallback: number): number {
+  return value === undefined ? fallback : checkDuration(value, what);
+}
+
+function normalizeArgv(spec: RunSpec): [string, ...string[]] {
+  const argv = spec.argv as unknown;
+  if (!Array.isArray(argv) || argv.length === 0) {
+    throw invalid(
+      'argv must be a non-empty array: the command and its arguments, e.g. ["ls", "-l"].',
+      'INVALID_ARGV',
+    );
+  }
+  argv.forEach((arg, i) => {
+    if (typeof arg !== 'string') {
+      throw invalid(
+        `argv[${i}] is ${typeof arg}, not a string; pass every argument as a string.`,
+        'INVALID_ARGV',
+      );
+    }
+    if (arg.includes('\0'))
+      throw invalid(`argv[${i}] contains a NUL byte, which no command line can carry.`, 'INVALID_ARGV');
+  });
+  if (argv[0] === '') throw invalid('argv[0] is empty; it must name the command to run.', 'INVALID_ARGV');
+  const list = argv as [string, ...string[]];
+  return spec.shell ? ['/bin/sh', '-c', list.join(' ')] : [...list];
+}
+
+function normalizeEnv(spec: RunSpec, runId: string): { env: Record<string, string>; cookie: string | null } {
+  if (
+    spec.env !== undefined &&
+    (typeof spec.env !== 'object' || spec.env === null || Array.isArray(spec.env))
+  ) {
+    throw invalid('env must be an object of string values.', 'INVALID_OPTION');
+  }
+  const env: Record<string, string> = {};
+  if (spec.extendEnv !== false) {
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  }
+  for (const [k, v] of Object.entries(spec.env ?? {})) {
+    if (v === undefined) delete env[k];
+    else if (typeof v !== 'string') throw invalid(`env.${k} is ${typeof v}, not a string.`, 'INVALID_OPTION');
+    else env[k] = v;
+  }
+  // An inherited cookie belongs to an outer run; ours replaces it so sweeps see the innermost owner.
+  delete env[COOKIE_NAME];
+  const cookie = spec.cookie === false ? null : runId;
+  if (cookie) env[COOKIE_NAME] = cookie;
+  return { env, cookie };
+}
+
+function normalizeStdin(value: RunSpec['stdin']): NormalSpec['stdin'] {
+  if (value === undefined || value === 'ignore') return { kind: 'ignore' };
+  if (value === 'pipe' || value === 'inherit') return { kind: value };
+  if (typeof value === 'string') return { kind: 'data', data: Buffer.from(value, 'utf8') };
+  if (value instanceof Uint8Array) return { kind: 'data', data: value };
+  throw invalid("stdin must be 'ignore', 'pipe', 'inherit', a string or a Uint8Array.", 'INVALID_OPTION');
+}
+
+function normalizeOutput(output: OutputOptions | undefined) {
+  if (output !== undefined && (typeof output !== 'object' || output === null)) {
+    throw invalid('output must be an object: { maxBytes?, onData?, file? }.', 'INVALID_OPTION');
+  }
+  const maxBytes = optionalDuration(output?.maxBytes, 'output.maxBytes', DEFAULT_MAX_BYTES);
+  if (output?.onData !== undefined && typeof output.onData !== 'function') {
+    throw invalid('output.onData must be a function (text, stream) => void.', 'INVALID_OPTION');
+  }
+  if (output?.file !== undefined && (typeof output.file !== 'string' || output.file === '')) {
+    throw invalid('output.file must be a non-empty path.', 'INVALID_OPTION');
+  }
+  return { maxBytes: Math.floor(maxBytes), onData: output?.onData, file: output?.file };
+}
+
+function normalizePty(pty: PtyOptions | undefined, env: Record<string, string>): Required<PtyOptions> {
+  const size = (value: unknown, what: string, fallback: number) => {
+    if (value === undefined) return fallback;
+    if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= 10_000) return value;
+    throw invalid(`${what} must be a whole number of cells between 1 and 10000.`, 'INVALID_OPTION');
+  };
+  return {
+    cols: size(pty?.cols, 'pty.cols', 120),
+    rows: size(pty?.rows, 'pty.rows', 30),
+    term: pty?.term ?? env.TERM ?? 'xterm-256color',
+  };
+}
+
+export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<RunSpec> = {}): NormalSpec {
+  if (typeof spec !== 'object' || spec === null)
+    throw invalid('a run spec must be an object with at least argv.');
+  for (const key of Object.keys(spec)) {
+    if (!KNOWN_KEYS.has(key)) throw invalid(`unknown spec field ${JSON.stringify(key)}; check its spelling.`);
+  }
+  const merged = { ...defaults, ...stripUndefined(spec) } as RunSpec;
+  const argv = normalizeArgv(merged);
+  const mode = oneOf(merged.mode, ['child', 'pty'] as const, 'mode', 'child');
+
+  let cwd: string | undefined;
+  if (merged.cwd !== undefined) {
+    if (typeof merged.cwd !== 'string' || merged.cwd === '')
+      throw invalid('cwd must be a non-empty path.', 'INVALID_OPTION');
+    let isDir = false;
+    try {
+      isDir = statSync(merged.cwd).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir) {
+      throw new ProcwardenError(
+        'CWD_NOT_FOUND',
+        `cwd ${JSON.stringify(merged.cwd)} does not exist or is not a directory.`,
+      );
+    }
+    cwd = merged.cwd;
+  }
+
+  const { env, cookie } = normalizeEnv(merged, runId);
+  if (merged.signal !== undefined && !(merged.signal instanceof AbortSignal)) {
+    throw invalid(
+      'signal must be an AbortSignal (e.g. from new AbortController().signal).',
+      'INVALID_OPTION',
+    );
+  }
+  if (merged.scope !== undefined && typeof merged.scope !== 'string') {
+    throw invalid('scope must be a string.', 'INVALID_OPTION');
+  }
+  const out = normalizeOutput(merged.output);
+  return {
+    argv,
+    mode,
+    cwd,
+    env,
+    cookie,
+    stdin: normalizeStdin(merged.stdin),
+    timeoutMs: optionalDuration(merged.timeoutMs, 'timeoutMs', 0),
+    noOutputTimeoutMs: optionalDuration(merged.noOutputTimeoutMs, 'noOutputTimeoutMs', 0),
+    graceMs: optionalDuration(merged.graceMs, 'graceMs', DEFAULT_GRACE_MS),
+    killSignal: normalizeSignal(merged.killSignal ?? 'SIGTERM', 'killSignal'),
+    drainMs: optionalDuration(merged.drainMs, 'drainMs', DEFAULT_DRAIN_MS),
+    signal: merged.signal,
+    containment: oneOf(
+      merged.containment,
+      ['auto', 'cgroup', 'process-group', 'none'] as const,
+      'containment',
+      'auto',
+    ),
+    leftovers: oneOf(merged.leftovers, ['kill', 'keep'] as const, 'leftovers', 'kill'),
+    scope: merged.scope,
+    replaceScope: merged.replaceScope === true,
+    maxBytes: out.maxBytes,
+    onData: out.onData,
+    file: out.file,
+    pty: normalizePty(merged.pty, env),
+  };
+}
+
+function stripUndefined<T extends object>(obj: T): Partial<T> {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,315 @@
+import { type Clock, sleep, type TimerHandle } from '../clock.js';
+import { type Containment, createContainment } from '../containment/index.js';
+import { type SendSignal, terminate } from '../kill/index.js';
+import { OutputCollector } from '../output/index.js';
+import type { Launched, Launcher } from '../spawn/index.js';
+import type { NormalSpec } from '../spec/index.js';
+import type { ProcessTable } from '../tree/index.js';
+import type {
+  RunHandle,
+  RunReason,
+  RunResult,
+  RunState,
+  RunStdin,
+  StreamName,
+  TerminateReport,
+  UsedContainment,
+} from '../types.js';
+
+export interface RunDeps {
+  clock: Clock;
+  table: ProcessTable;
+  send?: SendSignal;
+  launcher: Launcher;
+  onSettled?: (run: ManagedRun, result: RunResult) => void;
+}
+
+/**
+ * One run's life: launch, watch (timeouts, abort, output), one termination sequence whatever the
+ * reason, leftovers, bounded drain, one result. Every path ends in `finish()`, exactly once.
+ */
+export class ManagedRun implements RunHandle {
+  readonly result: Promise<RunResult>;
+  readonly containment: UsedContainment;
+  readonly startedAt = Date.now();
+  lastOutputAt: number | null = null;
+
+  private resolveResult!: (r: RunResult) => void;
+  private readonly hold: Containment;
+  private readonly output: OutputCollector;
+  private launched: Launched | undefined;
+  private attached: Promise<void> = Promise.resolve();
+  private status: RunState = 'starting';
+  private reason: RunReason | undefined;
+  private detail: string | undefined;
+  private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private exitSeen!: () => void;
+  private readonly exited = new Promise<void>((resolve) => {
+    this.exitSeen = resolve;
+  });
+  private spawnError: NodeJS.ErrnoException | undefined;
+  private termination: Promise<TerminateReport> | undefined;
+  private escalate = false;
+  private settling = false;
+  private leftovers = 0;
+  private readonly notes: string[] = [];
+  private readonly t0: number;
+  private overallTimer: TimerHandle | undefined;
+  private silenceTimer: TimerHandle | undefined;
+  private lastOutputTick: number;
+  private readonly onAbort = () => this.stop('aborted', abortDetail(this.spec.signal));
+
+  constructor(
+    readonly id: string,
+    readonly spec: NormalSpec,
+    private readonly deps: RunDeps,
+  ) {
+    this.result = new Promise((resolve) => {
+      this.resolveResult = resolve;
+    });
+    this.t0 = deps.clock.now();
+    this.lastOutputTick = this.t0;
+    // Both can throw a ProcwardenError: they run before anything is spawned.
+    this.hold = createContainment(spec.containment, {
+      table: deps.table,
+      send: deps.send,
+      cookie: spec.cookie,
+    });
+    this.containment = this.hold.kind;
+    this.output = new OutputCollector({ maxBytes: spec.maxBytes, onData: spec.onData, file: spec.file });
+  }
+
+  get pid(): number | undefined {
+    return this.launched?.pid;
+  }
+
+  get state(): RunState {
+    return this.status;
+  }
+
+  get stdin(): RunStdin | undefined {
+    return this.launched?.stdin;
+  }
+
+  get stopReason(): RunReason | undefined {
+    return this.reason;
+  }
+
+  start(): void {
+    if (this.spec.signal?.aborted) {
+      this.reason = 'aborted';
+      this.detail = abortDetail(this.spec.signal);
+      this.finish(null);
+      return;
+    }
+    const [file, ...args] = this.spec.argv;
+    const plan = this.hold.prepare({ file, args, cwd: this.spec.cwd, env: this.spec.env, newSession: false });
+    try {
+      this.launched = this.deps.launcher(
+        plan,
+        { stdin: this.spec.stdin },
+        {
+          spawned: () => {
+            if (this.status === 'starting') this.status = 'running';
+          },
+          output: (stream, chunk) => this.onOutput(stream, chunk),
+          exited: (code, signal) => this.onExit(code, signal),
+          failed: (error) => this.onSpawnError(error),
+        },
+      );
+    } catch (error) {
+      this.onSpawnError(error as NodeJS.ErrnoException);
+      return;
+    }
+    const pid = this.launched.pid;
+    if (pid === undefined) return; // the failure event follows
+    this.attached = this.hold.attach(pid).catch((error) => {
+      this.notes.push(`could not record the command's identity: ${error}`);
+    });
+    const { clock } = this.deps;
+    if (this.spec.timeoutMs > 0) {
+      this.overallTimer = clock.setTimeout(() => this.stop('overall-timeout'), this.spec.timeoutMs);
+    }
+    if (this.spec.noOutputTimeoutMs > 0) this.armSilence(this.spec.noOutputTimeoutMs);
+    this.spec.signal?.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  cancel(reason?: string): void {
+    this.stop('cancelled', reason);
+  }
+
+  kill(): void {
+    if (this.status === 'exited') return;
+    if (!this.reason) {
+      this.reason = 'cancelled';
+      this.detail = 'kill()';
+    }
+    this.escalate = true;
+    this.beginTermination('SIGKILL');
+  }
+
+  /** Records the reason (the first one wins) and starts the termination sequence. */
+  stop(reason: RunReason, detail?: string): void {
+    if (this.reason || this.status === 'exited') return;
+    this.reason = reason;
+    this.detail = detail;
+    this.beginTermination(this.spec.killSignal);
+  }
+
+  private beginTermination(signal: NodeJS.Signals): void {
+    if (this.termination || this.launched?.pid === undefined || this.spawnError) return;
+    this.clearTimers();
+    this.status = 'stopping';
+    const { clock, table } = this.deps;
+    this.termination = this.attached.then(() =>
+      terminate(this.hold, {
+        signal,
+        graceMs: this.spec.graceMs,
+        clock,
+        table,
+        escalateNow: () => this.escalate,
+      }),
+    );
+    this.termination.then(
+      () => this.settle(),
+      () => this.settle(),
+    );
+  }
+
+  private onOutput(stream: StreamName, chunk: Buffer): void {
+    this.lastOutputTick = this.deps.clock.now();
+    this.lastOutputAt = Date.now();
+    this.output.push(stream, chunk);
+  }
+
+  /** Re-armed lazily: a timer per output chunk would cost more than the output itself. */
+  private armSilence(ms: number): void {
+    this.silenceTimer = this.deps.clock.setTimeout(() => {
+      const quiet = this.deps.clock.now() - this.lastOutputTick;
+      const left = this.spec.noOutputTimeoutMs - quiet;
+      if (left > 0) this.armSilence(left);
+      else this.stop('no-output-timeout');
+    }, ms);
+  }
+
+  private onExit(code: number | null, signal: NodeJS.Signals | null): void {
+    this.exit = { code, signal };
+    this.exitSeen();
+    if (!this.reason) this.reason = signal ? 'signal' : 'exit';
+    if (this.status !== 'exited') this.status = 'stopping';
+    this.clearTimers();
+    this.settle();
+  }
+
+  private onSpawnError(error: NodeJS.ErrnoException): void {
+    this.spawnError = error;
+    this.exitSeen();
+    this.clearTimers();
+    if (!this.reason) this.reason = 'spawn-error';
+    this.settle();
+  }
+
+  /** After the direct child exited (or the sequence ended): leftovers, then a bounded drain. */
+  private async settle(): Promise<void> {
+    if (this.settling) return;
+    this.settling = true;
+    let report: TerminateReport | null = null;
+    const { clock } = this.deps;
+    try {
+      if (!this.spawnError) {
+        await this.attached;
+        if (!this.termination && this.exit) await this.handleLeftovers();
+        if (this.termination) report = await this.termination;
+        // The sequence can end before Node has reaped the child; the exit event follows shortly.
+        if (!this.exit) await Promise.race([this.exited, sleep(clock, this.spec.drainMs)]);
+        if (this.launched) {
+          await Promise.race([this.launched.outputDone, sleep(clock, this.spec.drainMs)]);
+          this.launched.releaseOutput();
+        }
+      }
+    } catch (error) {
+      this.notes.push(`internal error while settling: ${(error as Error)?.stack ?? error}`);
+    }
+    this.finish(report);
+  }
+
+  private async handleLeftovers(): Promise<void> {
+    const members = await this.hold.members();
+    this.leftovers = members.length;
+    if (members.length > 0 && this.spec.leftovers === 'kill') this.beginTermination(this.spec.killSignal);
+  }
+
+  private finish(report: TerminateReport | null): void {
+    if (this.status === 'exited') return;
+    this.clearTimers();
+    this.spec.signal?.removeEventListener('abort', this.onAbort);
+    this.output.finish();
+    this.status = 'exited';
+    const reason = this.reason ?? 'exit';
+    const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? [])];
+    const result: RunResult = {
+      id: this.id,
+      reason,
+      ...(this.detail !== undefined ? { detail: this.detail } : {}),
+      exitCode: this.exit?.code ?? null,
+      exitSignal: this.exit?.signal ?? null,
+      timedOut: reason === 'overall-timeout' || reason === 'no-output-timeout',
+      escalated: report?.escalated ?? false,
+      durationMs: Math.round(this.deps.clock.now() - this.t0),
+      containment: this.containment,
+      stdout: this.output.result(this.spec.mode === 'pty' ? 'pty' : 'stdout'),
+      stderr: this.output.result('stderr'),
+      tree: {
+        signalled: report?.signalled ?? 0,
+        killed: report?.killed ?? 0,
+        escaped: report?.escaped ?? 0,
+        leftovers: this.leftovers,
+        report: report ? { ...report, notes } : null,
+      },
+      ...(this.spawnError
+        ? {
+            error: {
+              code: this.spawnError.code ?? 'SPAWN_FAILED',
+              message: spawnMessage(this.spec.argv[0], this.spawnError),
+            },
+          }
+        : {}),
+    };
+    this.hold.release().then(
+      () => this.deliver(result),
+      (error) => {
+        result.tree.report?.notes.push(`containment release failed: ${error}`);
+        this.deliver(result);
+      },
+    );
+  }
+
+  private deliver(result: RunResult): void {
+    this.resolveResult(result);
+    this.deps.onSettled?.(this, result);
+  }
+
+  private clearTimers(): void {
+    if (this.overallTimer !== undefined) this.deps.clock.clearTimeout(this.overallTimer);
+    if (this.silenceTimer !== undefined) this.deps.clock.clearTimeout(this.silenceTimer);
+    this.overallTimer = undefined;
+    this.silenceTimer = undefined;
+  }
+}
+
+function abortDetail(signal: AbortSignal | undefined): string | undefined {
+  const reason = signal?.reason as unknown;
+  if (reason === undefined) return undefined;
+  return reason instanceof Error ? reason.message : String(reason);
+}
+
+function spawnMessage(command: string, error: NodeJS.ErrnoException): string {
+  switch (error.code) {
+    case 'ENOENT':
+      return `${command}: command not found (no such file in PATH or at that path).`;
+    case 'EACCES':
+      return `${command}: permission denied; is the file executable?`;
+    default:
+      return `${command}: could not be started: ${error.message}`;
+  }
+}

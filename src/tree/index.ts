@@ -1,0 +1,11 @@
+import { ProcfsTable } from './procfs.js';
+import type { ProcessTable } from './types.js';
+
+export { ProcfsTable, parseStat } from './procfs.js';
+export { ancestorsOf, descendantsOf } from './relations.js';
+export { isGone, type ProcessInfo, type ProcessTable, sameProcess } from './types.js';
+
+/** The process table of the platform we run on. */
+export function platformTable(): ProcessTable {
+  return new ProcfsTable();
+}

@@ -1,0 +1,94 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import type { ProcessInfo, ProcessTable } from './types.js';
+
+/**
+ * Linux process table read from /proc. Reads are synchronous on purpose: each is a few
+ * microseconds from the kernel, and a snapshot taken in one go is more coherent than one
+ * spread over many event-loop turns.
+ */
+export class ProcfsTable implements ProcessTable {
+  readonly name = 'procfs';
+
+  constructor(private readonly root = '/proc') {}
+
+  async list(): Promise<ProcessInfo[]> {
+    return this.listSync();
+  }
+
+  listSync(): ProcessInfo[] {
+    const out: ProcessInfo[] = [];
+    for (const entry of readdirSync(this.root)) {
+      const code = entry.charCodeAt(0);
+      if (code < 48 || code > 57) continue;
+      const info = this.getSync(Number(entry));
+      if (info) out.push(info);
+    }
+    return out;
+  }
+
+  async get(pid: number): Promise<ProcessInfo | null> {
+    return this.getSync(pid);
+  }
+
+  getSync(pid: number): ProcessInfo | null {
+    let text: string;
+    try {
+      text = readFileSync(`${this.root}/${pid}/stat`, 'utf8');
+    } catch {
+      return null; // vanished between readdir and read, or never existed
+    }
+    return parseStat(text);
+  }
+
+  async findByEnv(name: string, value: string): Promise<number[]> {
+    const needle = Buffer.from(`${name}=${value}\0`);
+    const found: number[] = [];
+    for (const entry of readdirSync(this.root)) {
+      const code = entry.charCodeAt(0);
+      if (code < 48 || code > 57) continue;
+      let env: Buffer;
+      try {
+        env = readFileSync(`${this.root}/${entry}/environ`);
+      } catch {
+        continue; // gone, or not ours to read
+      }
+      if (hasEntry(env, needle)) found.push(Number(entry));
+    }
+    return found;
+  }
+}
+
+function hasEntry(env: Buffer, needle: Buffer): boolean {
+  let from = 0;
+  for (;;) {
+    const at = env.indexOf(needle, from);
+    if (at < 0) {
+      // The last entry may lack its terminating NUL.
+      const bare = needle.subarray(0, needle.length - 1);
+      const tail = env.length - bare.length;
+      return tail >= 0 && (tail === 0 || env[tail - 1] === 0) && env.subarray(tail).equals(bare);
+    }
+    if (at === 0 || env[at - 1] === 0) return true;
+    from = at + 1;
+  }
+}
+
+/** Parses /proc/PID/stat. The command sits in parentheses and may itself contain spaces and ')'. */
+export function parseStat(text: string): ProcessInfo | null {
+  const open = text.indexOf('(');
+  const close = text.lastIndexOf(')');
+  if (open < 0 || close < open) return null;
+  const rest = text.slice(close + 2).split(' ');
+  // rest[0] is field 3 (state); field N is rest[N - 3].
+  const starttime = rest[19];
+  if (rest.length < 20 || starttime === undefined) return null;
+  return {
+    pid: Number(text.slice(0, open - 1)),
+    command: text.slice(open + 1, close),
+    state: rest[0] ?? '?',
+    ppid: Number(rest[1]),
+    pgid: Number(rest[2]),
+    sid: Number(rest[3]),
+    startTime: starttime,
+  };
+}

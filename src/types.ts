@@ -1,0 +1,147 @@
+import type { Clock } from './clock.js';
+
+export type ContainmentMode = 'auto' | 'cgroup' | 'process-group' | 'none';
+export type UsedContainment = Exclude<ContainmentMode, 'auto'>;
+export type RunMode = 'child' | 'pty';
+export type StreamName = 'stdout' | 'stderr' | 'pty';
+
+export type RunReason =
+  | 'exit'
+  | 'signal'
+  | 'overall-timeout'
+  | 'no-output-timeout'
+  | 'cancelled'
+  | 'aborted'
+  | 'spawn-error'
+  | 'shutdown';
+
+export type RunState = 'starting' | 'running' | 'stopping' | 'exited';
+
+export interface OutputOptions {
+  /** Bytes captured per stream; head and tail are kept beyond it. Default 1 MiB. 0 captures nothing. */
+  maxBytes?: number;
+  /** Every decoded chunk, as it arrives. UTF-8 sequences split across chunks decode whole. */
+  onData?: (text: string, stream: StreamName) => void;
+  /** A path that receives every byte of stdout and stderr (appended in arrival order). */
+  file?: string;
+}
+
+export interface PtyOptions {
+  cols?: number;
+  rows?: number;
+  term?: string;
+}
+
+export interface RunSpec {
+  argv: readonly [string, ...string[]] | readonly string[];
+  mode?: RunMode;
+  /** Run argv through /bin/sh -c (argv joined with spaces). Off by default. */
+  shell?: boolean;
+  cwd?: string;
+  env?: Record<string, string | undefined>;
+  /** Merge `env` into process.env (default true). */
+  extendEnv?: boolean;
+  /** Put PROCWARDEN_RUN=<run id> into the run's environment (default true): how escaped members are found. */
+  cookie?: boolean;
+  stdin?: 'ignore' | 'pipe' | 'inherit' | string | Uint8Array;
+  timeoutMs?: number;
+  noOutputTimeoutMs?: number;
+  graceMs?: number;
+  killSignal?: string;
+  /** After the direct child exits, how long stdio may stay open before it is let go. Default 500 ms. */
+  drainMs?: number;
+  signal?: AbortSignal;
+  containment?: ContainmentMode;
+  leftovers?: 'kill' | 'keep';
+  scope?: string;
+  replaceScope?: boolean;
+  output?: OutputOptions;
+  pty?: PtyOptions;
+}
+
+export interface RunStdin {
+  write(data: string | Uint8Array): boolean;
+  end(): void;
+}
+
+export interface RunHandle {
+  readonly id: string;
+  readonly pid: number | undefined;
+  readonly state: RunState;
+  readonly containment: UsedContainment;
+  readonly stdin: RunStdin | undefined;
+  cancel(reason?: string): void;
+  kill(): void;
+  readonly result: Promise<RunResult>;
+}
+
+export interface StreamCapture {
+  text: string;
+  /** Total bytes the stream produced (captured or not). */
+  bytes: number;
+  truncated: boolean;
+}
+
+export interface SignalEvent {
+  signal: string;
+  /** Milliseconds since the termination sequence started. */
+  atMs: number;
+}
+
+export type MemberOutcome = 'gone-before-signal' | 'exited-in-grace' | 'killed' | 'escaped';
+
+export interface MemberReport {
+  pid: number;
+  command: string;
+  signals: SignalEvent[];
+  outcome: MemberOutcome;
+}
+
+export interface TerminateReport {
+  /** Every process that was part of the tree when a signal was sent. */
+  members: MemberReport[];
+  signalled: number;
+  killed: number;
+  escaped: number;
+  /** SIGKILL was needed for at least one member. */
+  escalated: boolean;
+  durationMs: number;
+  /** Milliseconds from the first signal to SIGKILL, when SIGKILL was sent. */
+  graceUsedMs: number | null;
+  /** Things that went wrong but did not stop the sequence (EPERM, vanished entries...). */
+  notes: string[];
+}
+
+export interface TreeSummary {
+  signalled: number;
+  killed: number;
+  escaped: number;
+  /** Members still alive after the direct child exited normally. */
+  leftovers: number;
+  report: TerminateReport | null;
+}
+
+export interface RunResult {
+  id: string;
+  reason: RunReason;
+  /** Free-form reason given to cancel(reason). */
+  detail?: string;
+  exitCode: number | null;
+  exitSignal: string | null;
+  timedOut: boolean;
+  escalated: boolean;
+  durationMs: number;
+  containment: UsedContainment;
+  /** Why the requested containment was not used, when it fell back. */
+  containmentFallback?: string;
+  stdout: StreamCapture;
+  stderr: StreamCapture;
+  tree: TreeSummary;
+  error?: { code: string; message: string };
+}
+
+export interface SupervisorOptions {
+  clock?: Clock;
+  /** Defaults for every spec this supervisor spawns. */
+  defaults?: Partial<Pick<RunSpec, 'graceMs' | 'killSignal' | 'drainMs' | 'containment' | 'leftovers'>>;
+}
