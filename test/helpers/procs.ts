@@ -1,0 +1,157 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
+export const fixture = (name: string) => join(FIXTURES, name);
+
+/** Alive means: exists and is not a zombie (on these hosts PID 1 never reaps orphans). */
+export function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+export function startTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+export function makeTmp(prefix = 'pw-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Pids written by fixtures as `<name>.pid` files in `dir`. */
+export function readPids(dir: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const f of readdirSync(dir)) {
+    if (!f.endsWith('.pid')) continue;
+    const pid = Number(readFileSync(join(dir, f), 'utf8').trim());
+    if (pid > 0) out.set(f.slice(0, -4), pid);
+  }
+  return out;
+}
+
+export function exists(path: string): boolean {
+  try {
+    readFileSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor<T>(
+  probe: () => T | undefined | null | false,
+  { timeoutMs = 10_000, intervalMs = 10, what = 'condition' } = {},
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** Live (non-zombie) processes whose environment holds PROCWARDEN_RUN=<prefix...>. */
+export function cookieHolders(prefix: string): number[] {
+  const needle = Buffer.from(`PROCWARDEN_RUN=${prefix}`);
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    let env: Buffer;
+    try {
+      env = readFileSync(`/proc/${entry}/environ`);
+    } catch {
+      continue;
+    }
+    const at = env.indexOf(needle);
+    if (at >= 0 && (at === 0 || env[at - 1] === 0) && alive(pid)) out.push(pid);
+  }
+  return out;
+}
+
+/**
+ * A pid read from a file may have been recycled: it only counts as the fixture's when the process's
+ * command line or environment names the test directory (fixtures always get it as an argument).
+ */
+function mentions(pid: number, dir: string): boolean {
+  for (const file of ['cmdline', 'environ']) {
+    try {
+      if (readFileSync(`/proc/${pid}/${file}`).includes(dir)) return true;
+    } catch {
+      // gone or unreadable
+    }
+  }
+  return false;
+}
+
+/**
+ * Every test that starts processes ends with `await leaks.check()`: it fails the test if any process
+ * it tracked (by pid files, explicit pids, or run cookie prefix) is still alive, after killing
+ * those by pid so one failure does not poison the machine.
+ */
+export class LeakGuard {
+  private readonly pids = new Map<number, string | null>();
+  private readonly dirs = new Set<string>();
+  private readonly prefixes = new Set<string>();
+
+  track(pid: number | undefined): void {
+    if (pid && pid > 1) this.pids.set(pid, startTime(pid));
+  }
+
+  trackDir(dir: string): string {
+    this.dirs.add(dir);
+    return dir;
+  }
+
+  trackCookie(prefix: string): void {
+    this.prefixes.add(prefix);
+  }
+
+  /** Survivors right now, without killing them. */
+  survivors(): number[] {
+    const found = new Set<number>();
+    for (const dir of this.dirs) {
+      try {
+        for (const pid of readPids(dir).values()) if (alive(pid) && mentions(pid, dir)) found.add(pid);
+      } catch {
+        // the directory may already be gone
+      }
+    }
+    for (const [pid, start] of this.pids) {
+      if (alive(pid) && startTime(pid) === start) found.add(pid);
+    }
+    for (const prefix of this.prefixes) for (const pid of cookieHolders(prefix)) found.add(pid);
+    found.delete(process.pid);
+    return [...found];
+  }
+
+  async check(): Promise<void> {
+    const survivors = this.survivors();
+    for (const pid of survivors) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    for (const dir of this.dirs) rmSync(dir, { recursive: true, force: true });
+    this.pids.clear();
+    this.dirs.clear();
+    if (survivors.length > 0)
+      throw new Error(`processes leaked by this test (now killed): ${survivors.join(', ')}`);
+  }
+}
