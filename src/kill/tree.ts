@@ -1,0 +1,86 @@
+import { type Clock, realClock } from '../clock.js';
+import { ProcwardenError } from '../errors.js';
+import { checkDuration, normalizeSignal } from '../spec/index.js';
+import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, platformTable } from '../tree/index.js';
+import type { TerminateReport } from '../types.js';
+import { Deliverer, type SendSignal } from './deliver.js';
+import { Guard } from './guard.js';
+import { type KillTarget, terminate } from './terminate.js';
+
+export interface TerminateTreeOptions {
+  /** Default 5000. */
+  graceMs?: number;
+  /** The graceful signal; default SIGTERM. */
+  signal?: string;
+  /** Signal `pid` itself too (default true); false ends only its descendants. */
+  includeRoot?: boolean;
+  /** Seams for tests and other platforms. */
+  table?: ProcessTable;
+  send?: SendSignal;
+  clock?: Clock;
+}
+
+const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
+
+/**
+ * Terminates a process tree procwarden did not start: the root and its descendants by parent
+ * link, as seen in snapshots (earlier members are remembered by identity, so a grandchild whose
+ * parent exited during the grace is still chased).
+ */
+export async function terminateTree(
+  pid: number,
+  options: TerminateTreeOptions = {},
+): Promise<TerminateReport> {
+  if (!Number.isInteger(pid) || pid <= 0) {
+    throw new ProcwardenError(
+      'INVALID_PID',
+      `pid ${String(pid)} is not a valid process id; give a positive integer.`,
+    );
+  }
+  const table = options.table ?? platformTable();
+  const guard = await Guard.load(table);
+  if (pid === 1 || guard.isOwnOrAncestor(pid)) {
+    throw new ProcwardenError(
+      'FORBIDDEN_TARGET',
+      `refusing to terminate pid ${pid}: it is PID 1, this process or one of its ancestors.`,
+    );
+  }
+  const root = await table.get(pid);
+  if (isGone(root) || !root) {
+    throw new ProcwardenError(
+      'NO_SUCH_PROCESS',
+      `no live process has pid ${pid}; it may have exited already.`,
+    );
+  }
+  const graceMs = options.graceMs === undefined ? 5000 : checkDuration(options.graceMs, 'graceMs');
+  const signal = normalizeSignal(options.signal ?? 'SIGTERM');
+  const includeRoot = options.includeRoot !== false;
+  const deliverer = new Deliverer(table, guard, options.send);
+  const known = new Map<string, ProcessInfo>([[key(root), root]]);
+
+  const target: KillTarget = {
+    notes: deliverer.notes,
+    async members() {
+      await guard.refresh(table);
+      const list = await table.list();
+      const byPid = new Map(list.map((p) => [p.pid, p]));
+      const roots: number[] = [];
+      for (const k of known.values()) if (byPid.get(k.pid)?.startTime === k.startTime) roots.push(k.pid);
+      for (const d of descendantsOf(list, roots)) known.set(key(d), d);
+      const out: ProcessInfo[] = [];
+      for (const k of known.values()) {
+        const now = byPid.get(k.pid);
+        if (!now || now.startTime !== k.startTime || isGone(now) || guard.forbidsPid(now.pid)) continue;
+        if (!includeRoot && now.pid === root.pid) continue;
+        out.push(now);
+      }
+      return out;
+    },
+    async signal(sig, members) {
+      const reached: ProcessInfo[] = [];
+      for (const m of members) if ((await deliverer.toMember(m, sig)) === 'sent') reached.push(m);
+      return reached;
+    },
+  };
+  return terminate(target, { signal, graceMs, clock: options.clock ?? realClock, table });
+}
