@@ -276,6 +276,31 @@ describe('children and close, misuse', () => {
     await expect(session.close('nope' as 'idle')).rejects.toMatchObject({ code: 'INVALID_OPTION' });
   });
 
+  it('a child attached during a drain extends it; the close waits for the last release', async () => {
+    const { session, closed } = await start();
+    const a = session.attachChild('a');
+    expect(await session.close('restart')).toBe('deferred');
+    const b = session.attachChild('b');
+    a.release();
+    expect(session.state).toBe('draining');
+    expect(closed).toHaveLength(0);
+    b.release();
+    expect(await session.closed).toMatchObject({ reason: 'restart', drained: true, liveChildren: 0 });
+  });
+
+  it("the spec's AbortSignal ends the session with abort", async () => {
+    const controller = new AbortController();
+    const dir = leaks.trackDir(makeTmp());
+    const pool = new LiveSessionPool({ supervisor: sup, clock: new ManualClock(), env: {} });
+    const session = await pool.acquire('k', { ...agentSpec(dir), signal: controller.signal });
+    leaks.track(session.pid);
+    await new Transcript(session).wait('ready');
+    session.attachChild();
+    controller.abort();
+    expect(await session.closed).toMatchObject({ reason: 'abort', liveChildren: 1 });
+    expect(pool.size).toBe(0);
+  });
+
   it('a process that exits on its own closes the session with error', async () => {
     const { session, agent } = await start();
     const turn = session.beginTurn();
