@@ -44,14 +44,15 @@ export interface SessionInit {
  * time and may hold background children that outlive turns. 'idle' and 'restart' closes wait for
  * those children (bounded by maxDrainMs); 'abort', 'error' and 'shutdown' end the tree at once.
  */
-export class LiveSession extends EventEmitter<LiveSessionEvents> implements TurnHost {
+export class LiveSession extends EventEmitter<LiveSessionEvents> {
   readonly key: string;
   readonly id: string;
   readonly fingerprint: string;
-  readonly clock: Clock;
   /** Resolves once the session closed and its process tree is gone. Never rejects. */
   readonly closed: Promise<ClosedEvent>;
   private resolveClosed!: (event: ClosedEvent) => void;
+  private readonly clock: Clock;
+  private readonly turnHost: TurnHost;
   private readonly run: RunHandle;
   private readonly children: ChildRegistry;
   private readonly lines: LineSplitter;
@@ -71,7 +72,16 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> implements Turn
     this.id = init.id;
     this.fingerprint = init.fingerprint;
     this.clock = init.clock;
-    this.settings = init;
+    this.settings = {
+      idleTimeoutMs: init.idleTimeoutMs,
+      maxDrainMs: init.maxDrainMs,
+      closeOnRunEnd: init.closeOnRunEnd,
+    };
+    this.turnHost = {
+      clock: init.clock,
+      lastOutputAt: () => this.lastOutputTick,
+      endTurn: (turn, outcome) => this.endTurn(turn, outcome),
+    };
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
@@ -143,7 +153,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> implements Turn
     }
     if (this.pending) this.cancelPendingIdle();
     this.idleTimer.clear();
-    const turn = new LiveTurn(++this.turnCount, this, checked);
+    const turn = new LiveTurn(++this.turnCount, this.turnHost, checked);
     this.turn = turn;
     this.emit('turn-start', { key: this.key, sessionId: this.id, turn: turn.id });
     return turn;
@@ -180,11 +190,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> implements Turn
     return 'closed';
   }
 
-  lastOutputAt(): number {
-    return this.lastOutputTick;
-  }
-
-  endTurn(turn: LiveTurn, outcome: LiveTurnOutcome): void {
+  private endTurn(turn: LiveTurn, outcome: LiveTurnOutcome): void {
     if (this.turn !== turn) return;
     this.turn = undefined;
     const event = {
