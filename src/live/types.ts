@@ -89,7 +89,7 @@ export interface ClosedEvent extends LiveEventBase {
   reason: LiveCloseReason;
   /** Why, in words (which timeout fired, what the caller said, how the process ended...). */
   detail: string | undefined;
-  /** The close was deferred and waited for live children (whether or not they all finished). */
+  /** The close was deferred and every live child was released before it (false when the cap fired). */
   drained: boolean;
   /** Children still attached when the tree was terminated (0 after a complete drain). */
   liveChildren: number;
