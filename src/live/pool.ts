@@ -1,0 +1,201 @@
+import { EventEmitter } from 'node:events';
+import { type Clock, realClock } from '../clock.js';
+import { ProcwardenError } from '../errors.js';
+import { getDefaultSupervisor, type Supervisor } from '../supervisor/index.js';
+import type { RunSpec } from '../types.js';
+import { specFingerprint } from './fingerprint.js';
+import { idleTimeoutFromEnv } from './idle-timeout.js';
+import {
+  checkAcquireOptions,
+  checkPoolOptions,
+  DEFAULT_MAX_DRAIN_MS,
+  DEFAULT_MAX_SESSIONS,
+} from './options.js';
+import { LiveSession } from './session.js';
+import type { AcquireOptions, LivePoolEvents, LivePoolOptions, LiveSessionEvents } from './types.js';
+
+// Session events the pool re-emits (the payloads carry key and sessionId).
+const FORWARDED = [
+  'turn-start',
+  'turn-end',
+  'child-attached',
+  'child-released',
+  'close-deferred',
+  'closed',
+] as const;
+
+/**
+ * Live sessions by context key. acquire() reuses the key's session while the fingerprint is equal and
+ * restarts it (close 'restart', which drains live children first) when it is not. At most
+ * `maxSessions` processes at once: the session idle the longest is evicted to make room.
+ */
+export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
+  private readonly options: LivePoolOptions;
+  private readonly supervisor: Supervisor;
+  private readonly clock: Clock;
+  private readonly maxSessions: number;
+  private readonly byKey = new Map<string, LiveSession>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+  /** Last activity per session (a sequence number, so a manual clock cannot tie). */
+  private readonly activity = new Map<LiveSession, number>();
+  private activitySeq = 0;
+  private counter = 0;
+  private envIdleTimeoutMs: number | undefined;
+  private shutDown = false;
+
+  constructor(options?: LivePoolOptions) {
+    super();
+    this.options = checkPoolOptions(options);
+    this.supervisor = this.options.supervisor ?? getDefaultSupervisor();
+    this.clock = this.options.clock ?? realClock;
+    this.maxSessions = this.options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  }
+
+  /** Sessions held (open, draining or closing). */
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  get(key: string): LiveSession | undefined {
+    return this.byKey.get(key);
+  }
+
+  /**
+   * The key's session: reused when the fingerprint is equal and it takes turns; otherwise the old one
+   * is closed with 'restart' (waiting for its live children, up to maxDrainMs) and a new one started.
+   * Acquires of one key run one after the other.
+   */
+  acquire(key: string, spec: RunSpec, options?: AcquireOptions): Promise<LiveSession> {
+    if (typeof key !== 'string' || key === '') {
+      return Promise.reject(
+        new ProcwardenError('INVALID_OPTION', 'acquire(key): the key must be a non-empty string.'),
+      );
+    }
+    let checked: AcquireOptions;
+    try {
+      checked = checkAcquireOptions(options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const previous = this.queues.get(key) ?? Promise.resolve();
+    const next = previous.then(() => this.acquireNow(key, spec, checked));
+    const tail = next.catch(() => undefined);
+    this.queues.set(key, tail);
+    void tail.then(() => {
+      if (this.queues.get(key) === tail) this.queues.delete(key);
+    });
+    return next;
+  }
+
+  /** Closes every session with 'shutdown' (at once, children or not); acquire() fails afterwards. */
+  async shutdown(): Promise<void> {
+    this.shutDown = true;
+    await Promise.all([...this.byKey.values()].map((s) => s.close('shutdown', 'pool shutdown')));
+  }
+
+  private async acquireNow(key: string, spec: RunSpec, options: AcquireOptions): Promise<LiveSession> {
+    const fingerprint = options.fingerprint ?? specFingerprint(spec);
+    const current = this.byKey.get(key);
+    if (current) {
+      const reusable =
+        current.state === 'open' || (current.state === 'draining' && current.pendingClose === 'idle');
+      if (current.fingerprint === fingerprint && reusable) {
+        this.assertOpen();
+        return current;
+      }
+      if (current.fingerprint !== fingerprint && current.turnActive) {
+        throw new ProcwardenError(
+          'LIVE_TURN_ACTIVE',
+          `acquire(${JSON.stringify(key)}): the fingerprint changed while turn is active on session ${current.id}; end the turn first, then acquire again to restart it.`,
+        );
+      }
+      if (current.fingerprint !== fingerprint) void current.close('restart', 'fingerprint changed');
+      await current.closed;
+    }
+    await this.makeRoom();
+    return this.start(key, spec, fingerprint, options);
+  }
+
+  /** Evicts the session idle the longest until a slot is free, or fails when none can go. */
+  private async makeRoom(): Promise<void> {
+    while (this.byKey.size >= this.maxSessions) {
+      this.assertOpen();
+      const victim = this.longestIdle();
+      if (victim) {
+        await victim.close('idle', `evicted: maxSessions (${this.maxSessions}) reached`);
+        continue;
+      }
+      const closing = [...this.byKey.values()].find((s) => s.state === 'closing');
+      if (closing) {
+        await closing.closed;
+        continue;
+      }
+      throw new ProcwardenError(
+        'LIVE_SESSION_LIMIT',
+        `maxSessions (${this.maxSessions}) reached and no session can be evicted: each has an active turn or live children. End a turn, release children, close a session, or raise maxSessions.`,
+      );
+    }
+  }
+
+  private longestIdle(): LiveSession | undefined {
+    let best: LiveSession | undefined;
+    for (const session of this.byKey.values()) {
+      if (!session.isIdle) continue;
+      if (!best || (this.activity.get(session) ?? 0) < (this.activity.get(best) ?? 0)) best = session;
+    }
+    return best;
+  }
+
+  private start(key: string, spec: RunSpec, fingerprint: string, options: AcquireOptions): LiveSession {
+    this.assertOpen();
+    const session = new LiveSession({
+      key,
+      id: `${key}#${++this.counter}`,
+      fingerprint,
+      spec,
+      supervisor: this.supervisor,
+      clock: this.clock,
+      idleTimeoutMs: options.idleTimeoutMs ?? this.options.idleTimeoutMs ?? this.idleTimeoutFromEnv(),
+      maxDrainMs: options.maxDrainMs ?? this.options.maxDrainMs ?? DEFAULT_MAX_DRAIN_MS,
+      closeOnRunEnd: options.closeOnRunEnd ?? this.options.closeOnRunEnd ?? false,
+    });
+    this.byKey.set(key, session);
+    this.touch(session);
+    for (const name of FORWARDED) {
+      session.on(name, (event: LiveSessionEvents[typeof name][0]) => {
+        if (name === 'closed') this.forget(session);
+        else if (name === 'turn-start' || name === 'turn-end') this.touch(session);
+        (this.emit as (name: string, event: unknown) => boolean)(name, event);
+      });
+    }
+    return session;
+  }
+
+  private forget(session: LiveSession): void {
+    if (this.byKey.get(session.key) === session) this.byKey.delete(session.key);
+    this.activity.delete(session);
+  }
+
+  private touch(session: LiveSession): void {
+    this.activity.set(session, ++this.activitySeq);
+  }
+
+  /** Read once per pool, when a session first needs it; an unusable value is reported once. */
+  private idleTimeoutFromEnv(): number {
+    if (this.envIdleTimeoutMs === undefined) {
+      const { idleTimeoutMs, warning } = idleTimeoutFromEnv(this.options.env ?? process.env);
+      this.envIdleTimeoutMs = idleTimeoutMs;
+      if (warning) this.emit('warning', warning);
+    }
+    return this.envIdleTimeoutMs;
+  }
+
+  private assertOpen(): void {
+    if (this.shutDown) {
+      throw new ProcwardenError(
+        'LIVE_SESSION_CLOSED',
+        'this LiveSessionPool was shut down; create a new pool to start sessions.',
+      );
+    }
+  }
+}

@@ -1,0 +1,372 @@
+import { EventEmitter } from 'node:events';
+import type { Clock } from '../clock.js';
+import { ProcwardenError } from '../errors.js';
+import type { Supervisor } from '../supervisor/index.js';
+import type { RunHandle, RunResult, RunSpec, StreamName } from '../types.js';
+import { ChildRegistry, type LiveChild } from './children.js';
+import { LineSplitter } from './lines.js';
+import { checkTurnOptions } from './options.js';
+import { OneShot } from './timer.js';
+import { LiveTurn, type TurnHost } from './turn.js';
+import type {
+  ClosedEvent,
+  LiveCloseOutcome,
+  LiveCloseReason,
+  LiveSessionEvents,
+  LiveSessionState,
+  LiveTurnOutcome,
+  TurnOptions,
+} from './types.js';
+
+const CLOSE_REASONS: readonly LiveCloseReason[] = ['idle', 'restart', 'abort', 'error', 'shutdown'];
+
+interface ClosePlan {
+  reason: LiveCloseReason;
+  detail: string | undefined;
+  drained: boolean;
+  capFired: boolean;
+}
+
+export interface SessionInit {
+  key: string;
+  id: string;
+  fingerprint: string;
+  spec: RunSpec;
+  supervisor: Supervisor;
+  clock: Clock;
+  idleTimeoutMs: number;
+  maxDrainMs: number;
+  closeOnRunEnd: boolean;
+}
+
+/**
+ * One long-lived process (spawned as a supervised run with stdin 'pipe') that serves one turn at a
+ * time and may hold background children that outlive turns. 'idle' and 'restart' closes wait for
+ * those children (bounded by maxDrainMs); 'abort', 'error' and 'shutdown' end the tree at once.
+ */
+export class LiveSession extends EventEmitter<LiveSessionEvents> {
+  readonly key: string;
+  readonly id: string;
+  readonly fingerprint: string;
+  /** Resolves once the session closed and its process tree is gone. Never rejects. */
+  readonly closed: Promise<ClosedEvent>;
+  private resolveClosed!: (event: ClosedEvent) => void;
+  private readonly clock: Clock;
+  private readonly turnHost: TurnHost;
+  private readonly run: RunHandle;
+  private readonly children: ChildRegistry;
+  private readonly lines: LineSplitter;
+  private readonly idleTimer: OneShot;
+  private readonly drainCap: OneShot;
+  private readonly settings: Pick<SessionInit, 'idleTimeoutMs' | 'maxDrainMs' | 'closeOnRunEnd'>;
+  private status: LiveSessionState = 'open';
+  private pending: { reason: 'idle' | 'restart'; detail: string | undefined } | undefined;
+  private turn: LiveTurn | undefined;
+  private turnCount = 0;
+  private lastOutputTick: number;
+  private ending: (ClosePlan & { liveChildren: number }) | undefined;
+
+  constructor(init: SessionInit) {
+    super();
+    this.key = init.key;
+    this.id = init.id;
+    this.fingerprint = init.fingerprint;
+    this.clock = init.clock;
+    this.settings = {
+      idleTimeoutMs: init.idleTimeoutMs,
+      maxDrainMs: init.maxDrainMs,
+      closeOnRunEnd: init.closeOnRunEnd,
+    };
+    this.turnHost = {
+      clock: init.clock,
+      lastOutputAt: () => this.lastOutputTick,
+      endTurn: (turn, outcome) => this.endTurn(turn, outcome),
+    };
+    this.closed = new Promise((resolve) => {
+      this.resolveClosed = resolve;
+    });
+    this.lastOutputTick = init.clock.now();
+    this.children = new ChildRegistry(
+      (child) => this.onChildAttached(child),
+      (child) => this.onChildReleased(child),
+    );
+    this.lines = new LineSplitter((line, stream) => this.emit('line', line, stream));
+    this.idleTimer = new OneShot(init.clock, () => {
+      void this.close('idle', `no turn and no live child for ${this.settings.idleTimeoutMs} ms`);
+    });
+    this.drainCap = new OneShot(init.clock, () => this.onDrainCap());
+    this.run = init.supervisor.spawn(liveSpec(init.spec, (text, stream) => this.onOutput(text, stream)));
+    this.run.result.then((result) => this.onRunEnded(result));
+    this.armIdle();
+  }
+
+  get pid(): number | undefined {
+    return this.run.pid;
+  }
+
+  get state(): LiveSessionState {
+    return this.status;
+  }
+
+  get liveChildren(): number {
+    return this.children.count;
+  }
+
+  get turnActive(): boolean {
+    return this.turn !== undefined;
+  }
+
+  /** The deferred close waiting for live children, if any. */
+  get pendingClose(): 'idle' | 'restart' | undefined {
+    return this.pending?.reason;
+  }
+
+  /** Open, no turn, no live children: the pool may evict it. */
+  get isIdle(): boolean {
+    return this.status === 'open' && !this.turn && this.children.count === 0;
+  }
+
+  /** Writes to the process's stdin. */
+  write(data: string | Uint8Array): boolean {
+    if (this.status === 'closing' || this.status === 'closed') throw this.closedError('write to');
+    return this.run.stdin?.write(data) ?? false;
+  }
+
+  /**
+   * Starts a turn. Turns do not queue: while one is active this throws LIVE_TURN_ACTIVE. A pending
+   * 'idle' close is cancelled (the session is in use again); a pending 'restart' refuses new turns.
+   */
+  beginTurn(options?: TurnOptions): LiveTurn {
+    const checked = checkTurnOptions(options);
+    if (this.status === 'closing' || this.status === 'closed') throw this.closedError('begin a turn on');
+    if (this.pending?.reason === 'restart') {
+      throw new ProcwardenError(
+        'LIVE_SESSION_CLOSED',
+        `live session ${this.id} is restarting (waiting for ${this.children.count} live child(ren)) and takes no new turns; acquire the key again to get the next session.`,
+      );
+    }
+    if (this.turn) {
+      throw new ProcwardenError(
+        'LIVE_TURN_ACTIVE',
+        `live session ${this.id}: turn ${this.turn.id} is still active; end it (turn.end()) or await turn.ended before beginning another. Turns do not queue.`,
+      );
+    }
+    if (this.pending) this.cancelPendingIdle();
+    this.idleTimer.clear();
+    const turn = new LiveTurn(++this.turnCount, this.turnHost, checked);
+    this.turn = turn;
+    this.emit('turn-start', { key: this.key, sessionId: this.id, turn: turn.id });
+    return turn;
+  }
+
+  /** Registers a background child of the process; the session will not idle- or restart-close while it is live. */
+  attachChild(label?: string): LiveChild {
+    if (this.status === 'closing' || this.status === 'closed') throw this.closedError('attach a child to');
+    return this.children.attach(label);
+  }
+
+  /**
+   * Closes the session. 'idle' / 'restart' with live children resolve 'deferred' and close when the
+   * last child is released or maxDrainMs runs out; every other case resolves 'closed' once the tree is gone.
+   * A stronger reason overrides a pending one (restart over idle, any immediate reason over both).
+   */
+  async close(reason: LiveCloseReason, detail?: string): Promise<LiveCloseOutcome> {
+    if (!CLOSE_REASONS.includes(reason)) {
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `close(reason): ${JSON.stringify(reason)} is not one of ${CLOSE_REASONS.join(', ')}.`,
+      );
+    }
+    if (this.status === 'closing' || this.status === 'closed') {
+      await this.closed;
+      return 'closed';
+    }
+    if ((reason === 'idle' || reason === 'restart') && this.children.count > 0) {
+      this.defer(reason, detail);
+      return 'deferred';
+    }
+    this.terminate({ reason, detail, drained: false, capFired: false });
+    await this.closed;
+    return 'closed';
+  }
+
+  private endTurn(turn: LiveTurn, outcome: LiveTurnOutcome): void {
+    if (this.turn !== turn) return;
+    this.turn = undefined;
+    const event = {
+      key: this.key,
+      sessionId: this.id,
+      turn: turn.id,
+      outcome,
+      durationMs: this.clock.now() - turn.startedAt,
+    };
+    turn.settle(event);
+    this.emit('turn-end', event);
+    if (outcome === 'overall-timeout' || outcome === 'no-output-timeout') {
+      void this.close('abort', `turn ${turn.id}: ${outcome}`);
+    } else if (outcome === 'completed' && this.settings.closeOnRunEnd) {
+      void this.close('restart', `closeOnRunEnd after turn ${turn.id}`);
+    } else {
+      this.armIdle();
+    }
+  }
+
+  private defer(reason: 'idle' | 'restart', detail: string | undefined): void {
+    if (this.pending && (this.pending.reason === 'restart' || reason === 'idle')) return;
+    const first = this.pending === undefined;
+    this.pending = { reason, detail };
+    this.status = 'draining';
+    this.idleTimer.clear();
+    if (first) this.drainCap.arm(this.settings.maxDrainMs);
+    this.emit('close-deferred', {
+      key: this.key,
+      sessionId: this.id,
+      reason,
+      liveChildren: this.children.count,
+      maxDrainMs: this.settings.maxDrainMs,
+    });
+  }
+
+  private cancelPendingIdle(): void {
+    this.pending = undefined;
+    this.status = 'open';
+    this.drainCap.clear();
+  }
+
+  private onDrainCap(): void {
+    const pending = this.pending;
+    if (!pending || this.status !== 'draining') return;
+    this.terminate({ ...pending, drained: false, capFired: true });
+  }
+
+  private onChildAttached(child: LiveChild): void {
+    this.idleTimer.clear();
+    this.emit('child-attached', this.childEvent(child));
+  }
+
+  private onChildReleased(child: LiveChild): void {
+    this.emit('child-released', this.childEvent(child));
+    if (this.children.count > 0) return;
+    if (this.pending && this.status === 'draining') {
+      this.terminate({ ...this.pending, drained: true, capFired: false });
+    } else {
+      this.armIdle();
+    }
+  }
+
+  private childEvent(child: LiveChild) {
+    return {
+      key: this.key,
+      sessionId: this.id,
+      childId: child.id,
+      label: child.label,
+      liveChildren: this.children.count,
+    };
+  }
+
+  private armIdle(): void {
+    const { idleTimeoutMs } = this.settings;
+    if (this.status !== 'open' || this.turn || this.children.count > 0 || idleTimeoutMs === 0) {
+      this.idleTimer.clear();
+    } else {
+      this.idleTimer.arm(idleTimeoutMs);
+    }
+  }
+
+  private onOutput(text: string, stream: StreamName): void {
+    this.lastOutputTick = this.clock.now();
+    this.emit('output', text, stream);
+    this.lines.push(text, stream);
+  }
+
+  /** Starts the run's graceful tree termination; `closed` resolves when the run's result is in. */
+  private terminate(how: ClosePlan): void {
+    if (this.status === 'closing' || this.status === 'closed') return;
+    this.beginClosing(how);
+    const { reason, detail } = how;
+    this.run.cancel(`live session ${reason}${detail ? `: ${detail}` : ''}`);
+  }
+
+  private beginClosing(how: ClosePlan): void {
+    this.status = 'closing';
+    this.idleTimer.clear();
+    this.drainCap.clear();
+    this.ending = { ...how, liveChildren: this.children.count };
+    this.children.dropAll();
+    if (this.turn) this.endTurn(this.turn, 'session-closed');
+  }
+
+  /** The run ended: because we closed it, or on its own (it exited, crashed, or was cancelled elsewhere). */
+  private onRunEnded(result: RunResult): void {
+    if (this.status !== 'closing') {
+      this.beginClosing({
+        reason: this.pending?.reason ?? closeReasonFor(result),
+        detail: describeEnd(result),
+        drained: false,
+        capFired: false,
+      });
+    }
+    this.lines.flush();
+    this.status = 'closed';
+    const event: ClosedEvent = {
+      key: this.key,
+      sessionId: this.id,
+      ...(this.ending as ClosePlan & { liveChildren: number }),
+      result,
+    };
+    // Resolved first: a listener that throws must not leave `closed` pending.
+    this.resolveClosed(event);
+    this.emit('closed', event);
+  }
+
+  private closedError(what: string): ProcwardenError {
+    const why = this.ending
+      ? ` (${this.ending.reason}${this.ending.detail ? `: ${this.ending.detail}` : ''})`
+      : '';
+    return new ProcwardenError(
+      'LIVE_SESSION_CLOSED',
+      `cannot ${what} live session ${this.id}: it is ${this.status}${why}; acquire the key again from the pool for a new session.`,
+    );
+  }
+}
+
+/** The session's process talks over stdin; its output also feeds the session (events, turn silence). */
+function liveSpec(spec: RunSpec, onOutput: (text: string, stream: StreamName) => void): RunSpec {
+  if (typeof spec !== 'object' || spec === null) {
+    throw new ProcwardenError(
+      'INVALID_SPEC',
+      'acquire(key, spec): spec must be an object like { argv: [...] }.',
+    );
+  }
+  if (spec.stdin !== undefined && spec.stdin !== 'pipe') {
+    throw new ProcwardenError(
+      'INVALID_OPTION',
+      `a live session talks to its process over stdin; leave spec.stdin unset (it is 'pipe'), got ${JSON.stringify(typeof spec.stdin === 'string' ? spec.stdin : typeof spec.stdin)}.`,
+    );
+  }
+  const userOnData = spec.output?.onData;
+  return {
+    ...spec,
+    stdin: 'pipe',
+    output: {
+      ...spec.output,
+      onData: (text, stream) => {
+        userOnData?.(text, stream);
+        onOutput(text, stream);
+      },
+    },
+  };
+}
+
+function closeReasonFor(result: RunResult): LiveCloseReason {
+  if (result.reason === 'aborted') return 'abort';
+  if (result.reason === 'shutdown') return 'shutdown';
+  return 'error';
+}
+
+function describeEnd(result: RunResult): string {
+  if (result.error) return `the process could not be started: ${result.error.message}`;
+  if (result.reason === 'exit') return `the process exited on its own with code ${result.exitCode}`;
+  if (result.reason === 'signal') return `the process was killed by ${result.exitSignal}`;
+  return `the run ended: ${result.reason}${result.detail ? ` (${result.detail})` : ''}`;
+}

@@ -1,0 +1,128 @@
+import type { Clock } from '../clock.js';
+import type { Supervisor } from '../supervisor/index.js';
+import type { RunResult, StreamName } from '../types.js';
+
+/**
+ * Why a session closes. 'idle' and 'restart' drain (wait for live children, bounded by
+ * `maxDrainMs`); 'abort', 'error' and 'shutdown' terminate the process tree at once.
+ */
+export type LiveCloseReason = 'idle' | 'restart' | 'abort' | 'error' | 'shutdown';
+
+/** What `close()` did: closed the session (resolved once the tree is gone) or deferred it for a drain. */
+export type LiveCloseOutcome = 'closed' | 'deferred';
+
+/** open → draining (a deferred close waits for live children) → closing (tree termination) → closed. */
+export type LiveSessionState = 'open' | 'draining' | 'closing' | 'closed';
+
+/** How a turn ended. */
+export type LiveTurnOutcome = 'completed' | 'overall-timeout' | 'no-output-timeout' | 'session-closed';
+
+export interface LiveSessionOptions {
+  /**
+   * Close with 'idle' after this long with no active turn and no live children. 0: never.
+   * Default: PROCWARDEN_LIVE_IDLE_TIMEOUT_MS when it holds a valid value, else 10 minutes.
+   */
+  idleTimeoutMs?: number;
+  /** Longest a deferred 'idle' / 'restart' close waits for live children. Default 15 minutes; Infinity: no cap. */
+  maxDrainMs?: number;
+  /** At the end of every completed turn, request close('restart') (which drains live children). Default false. */
+  closeOnRunEnd?: boolean;
+}
+
+export interface LivePoolOptions extends LiveSessionOptions {
+  /** Sessions (processes) held at once, draining ones included. Default 16. */
+  maxSessions?: number;
+  /** Spawns the sessions' processes. Default: the default supervisor (the one behind run()). */
+  supervisor?: Supervisor;
+  /** Drives the idle timer, the drain cap and turn timeouts. Default: the real clock. */
+  clock?: Clock;
+  /** Where PROCWARDEN_LIVE_IDLE_TIMEOUT_MS is read. Default: process.env. */
+  env?: Record<string, string | undefined>;
+}
+
+export interface AcquireOptions extends LiveSessionOptions {
+  /**
+   * Identifies what the process was started with (argv, env hash, model...). An existing session
+   * is reused only when it is equal; otherwise it is restarted. Default: derived from argv, cwd,
+   * env, mode and shell.
+   */
+  fingerprint?: string;
+}
+
+export interface TurnOptions {
+  /** The turn may last this long; then the session closes with 'abort'. 0 / undefined: no limit. */
+  timeoutMs?: number;
+  /** The process may stay silent this long during the turn; then the session closes with 'abort'. */
+  noOutputTimeoutMs?: number;
+}
+
+export interface LiveEventBase {
+  key: string;
+  sessionId: string;
+}
+
+export interface TurnStartEvent extends LiveEventBase {
+  turn: number;
+}
+
+export interface TurnEndEvent extends LiveEventBase {
+  turn: number;
+  outcome: LiveTurnOutcome;
+  durationMs: number;
+}
+
+export interface ChildEvent extends LiveEventBase {
+  childId: number;
+  label: string | undefined;
+  /** Live children after this attach / release. */
+  liveChildren: number;
+}
+
+export interface CloseDeferredEvent extends LiveEventBase {
+  reason: 'idle' | 'restart';
+  liveChildren: number;
+  /** The drain ends at the latest this many ms after the first deferral. */
+  maxDrainMs: number;
+}
+
+export interface ClosedEvent extends LiveEventBase {
+  reason: LiveCloseReason;
+  /** Why, in words (which timeout fired, what the caller said, how the process ended...). */
+  detail: string | undefined;
+  /** The close was deferred and every live child was released before it (false when the cap fired). */
+  drained: boolean;
+  /** Children still attached when the tree was terminated (0 after a complete drain). */
+  liveChildren: number;
+  /** The drain ended because `maxDrainMs` ran out. */
+  capFired: boolean;
+  /** The result of the session's run (its process tree is gone). */
+  result: RunResult;
+}
+
+export interface WarningEvent {
+  code: 'INVALID_ENV';
+  message: string;
+}
+
+export interface LiveSessionEvents {
+  'turn-start': [TurnStartEvent];
+  'turn-end': [TurnEndEvent];
+  'child-attached': [ChildEvent];
+  'child-released': [ChildEvent];
+  'close-deferred': [CloseDeferredEvent];
+  closed: [ClosedEvent];
+  /** Every decoded chunk the process writes. */
+  output: [text: string, stream: StreamName];
+  /** Every complete line the process writes (without the newline): JSON-lines protocols. */
+  line: [line: string, stream: StreamName];
+}
+
+export interface LivePoolEvents {
+  'turn-start': [TurnStartEvent];
+  'turn-end': [TurnEndEvent];
+  'child-attached': [ChildEvent];
+  'child-released': [ChildEvent];
+  'close-deferred': [CloseDeferredEvent];
+  closed: [ClosedEvent];
+  warning: [WarningEvent];
+}

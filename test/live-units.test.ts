@@ -1,0 +1,138 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { LiveSessionPool, type RunSpec, Supervisor, shouldClearSessionBinding } from '../src/index.js';
+import { idleTimeoutFromEnv } from '../src/live/idle-timeout.js';
+import { LineSplitter } from '../src/live/lines.js';
+import { OneShot } from '../src/live/timer.js';
+import { ManualClock } from './helpers/manual-clock.js';
+import { LeakGuard } from './helpers/procs.js';
+
+// Nothing here may start a process; the guard proves it.
+const sup = new Supervisor();
+const leaks = new LeakGuard();
+leaks.trackCookie(sup.id);
+afterEach(() => leaks.check());
+
+describe('shouldClearSessionBinding', () => {
+  it('keeps the binding on an empty response', () => {
+    expect(shouldClearSessionBinding(Object.assign(new Error('no output'), { code: 'empty_response' }))).toBe(
+      false,
+    );
+    expect(shouldClearSessionBinding({ code: 'empty_response' }, { keepOnAbort: false })).toBe(false);
+  });
+
+  it('clears it on an AbortError unless keepOnAbort', () => {
+    const domAbort = new DOMException('aborted', 'AbortError');
+    const controller = new AbortController();
+    controller.abort();
+    const nodeAbort = Object.assign(new Error('The operation was aborted'), {
+      name: 'AbortError',
+      code: 'ABORT_ERR',
+    });
+    for (const error of [domAbort, controller.signal.reason, nodeAbort]) {
+      expect(shouldClearSessionBinding(error)).toBe(true);
+      expect(shouldClearSessionBinding(error, { keepOnAbort: true })).toBe(false);
+    }
+  });
+
+  it('clears it on any other error, keeps it when there is none', () => {
+    expect(shouldClearSessionBinding(new Error('boom'))).toBe(true);
+    expect(shouldClearSessionBinding(new Error('boom'), { keepOnAbort: true })).toBe(true);
+    expect(shouldClearSessionBinding({ code: 'LIVE_SESSION_CLOSED' })).toBe(true);
+    expect(shouldClearSessionBinding('a thrown string')).toBe(true);
+    expect(shouldClearSessionBinding(undefined)).toBe(false);
+    expect(shouldClearSessionBinding(null)).toBe(false);
+  });
+});
+
+describe('PROCWARDEN_LIVE_IDLE_TIMEOUT_MS', () => {
+  const read = (value: string | undefined) => idleTimeoutFromEnv({ PROCWARDEN_LIVE_IDLE_TIMEOUT_MS: value });
+
+  it('takes a whole number of milliseconds; unset or empty means the default', () => {
+    expect(read('1500')).toEqual({ idleTimeoutMs: 1500 });
+    expect(read(' 42 ')).toEqual({ idleTimeoutMs: 42 });
+    expect(read('0')).toEqual({ idleTimeoutMs: 0 });
+    expect(read(undefined)).toEqual({ idleTimeoutMs: 600_000 });
+    expect(read('')).toEqual({ idleTimeoutMs: 600_000 });
+  });
+
+  it('anything else is the default plus a warning', () => {
+    for (const bad of ['-1', '1.5', '10m', 'abc', '1e3', '99999999999999999999']) {
+      const { idleTimeoutMs, warning } = read(bad);
+      expect(idleTimeoutMs).toBe(600_000);
+      expect(warning?.code).toBe('INVALID_ENV');
+    }
+  });
+});
+
+describe('bad input to the pool is a clear, typed error', () => {
+  const spec: RunSpec = { argv: ['true'] };
+
+  it('pool options', () => {
+    const bad = [
+      { idleTimeoutMs: -1 },
+      { maxDrainMs: Number.NaN },
+      { maxSessions: 0 },
+      { maxSessions: 1.5 },
+      { closeOnRunEnd: 'yes' },
+      { idleTimeout: 5 },
+    ];
+    for (const options of bad) {
+      expect(() => new LiveSessionPool(options as never)).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION' }),
+      );
+    }
+  });
+
+  it('acquire arguments, before anything starts', async () => {
+    const pool = new LiveSessionPool({ supervisor: sup, clock: new ManualClock() });
+    await expect(pool.acquire('', spec)).rejects.toMatchObject({ code: 'INVALID_OPTION' });
+    await expect(pool.acquire('k', spec, { fingerprint: 7 as never })).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+    });
+    await expect(pool.acquire('k', spec, { model: 'x' } as never)).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+    });
+    await expect(pool.acquire('k', { ...spec, stdin: 'ignore' })).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+    });
+    await expect(pool.acquire('k', 'true' as never)).rejects.toMatchObject({ code: 'INVALID_SPEC' });
+    await expect(pool.acquire('k', { argv: [] })).rejects.toMatchObject({ code: 'INVALID_ARGV' });
+    expect(pool.size).toBe(0);
+  });
+});
+
+describe('OneShot', () => {
+  it('waits longer than setTimeout can (2^31 ms) and never fires for Infinity', () => {
+    const clock = new ManualClock();
+    let fired = 0;
+    const timer = new OneShot(clock, () => fired++);
+    timer.arm(30 * 86_400_000); // 30 days
+    clock.advance(2 ** 31);
+    expect(fired).toBe(0);
+    clock.advance(30 * 86_400_000 - 2 ** 31);
+    expect(fired).toBe(1);
+    timer.arm(Number.POSITIVE_INFINITY);
+    expect(timer.armed).toBe(false);
+    expect(clock.pending).toBe(0);
+  });
+});
+
+describe('LineSplitter', () => {
+  it('splits per stream, across chunks, on \\n and \\r\\n, and flushes a last partial line', () => {
+    const lines: string[] = [];
+    const split = new LineSplitter((line, stream) => lines.push(`${stream}:${line}`));
+    split.push('{"a":', 'stdout');
+    split.push('warn', 'stderr');
+    split.push('1}\r\n{"b":2}\n\n{"c"', 'stdout');
+    split.push('ing\n', 'stderr');
+    split.push(':3}', 'stdout');
+    split.flush();
+    expect(lines).toEqual([
+      'stdout:{"a":1}',
+      'stdout:{"b":2}',
+      'stdout:',
+      'stderr:warning',
+      'stdout:{"c":3}',
+    ]);
+  });
+});
