@@ -1,11 +1,19 @@
 import { type Clock, realClock } from '../clock.js';
 import { ProcwardenError } from '../errors.js';
 import { checkDuration, normalizeSignal } from '../spec/index.js';
-import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, platformTable } from '../tree/index.js';
+import {
+  descendantsOf,
+  isGone,
+  isWindowsTable,
+  type ProcessInfo,
+  type ProcessTable,
+  platformTable,
+} from '../tree/index.js';
 import type { TerminateReport } from '../types.js';
 import { Deliverer, type SendSignal } from './deliver.js';
 import { Guard } from './guard.js';
 import { type KillTarget, terminate } from './terminate.js';
+import { WindowsTreeTarget } from './windows-target.js';
 
 export interface TerminateTreeOptions {
   /** Default 5000. */
@@ -55,6 +63,12 @@ export async function terminateTree(
   const graceMs = options.graceMs === undefined ? 5000 : checkDuration(options.graceMs, 'graceMs');
   const signal = normalizeSignal(options.signal ?? 'SIGTERM');
   const includeRoot = options.includeRoot !== false;
+  const clock = options.clock ?? realClock;
+  if (isWindowsTable(table)) {
+    const windows = new WindowsTreeTarget(table, guard, { send: options.send, includeRoot });
+    windows.adopt(root);
+    return terminate(windows, { signal, graceMs, clock, table });
+  }
   const deliverer = new Deliverer(table, guard, options.send);
   const known = new Map<string, ProcessInfo>([[key(root), root]]);
 
@@ -82,5 +96,5 @@ export async function terminateTree(
       return reached;
     },
   };
-  return terminate(target, { signal, graceMs, clock: options.clock ?? realClock, table });
+  return terminate(target, { signal, graceMs, clock, table });
 }
