@@ -40,12 +40,12 @@ describe('Windows process table from recorded PowerShell output', () => {
 
   it('get(pid) uses a filtered query and validates the pid before it reaches a script', async () => {
     const { table, calls } = replay(recording('single-object.json'));
-    const info = await table.get(4100);
+    const info = await table.get(41000);
     expect(decode(calls[0]?.args ?? [])).toContain(
-      'Get-CimInstance -ClassName Win32_Process -Filter "ProcessId=4100" |',
+      'Get-CimInstance -ClassName Win32_Process -Filter "ProcessId=41000" |',
     );
     expect(info).toEqual({
-      pid: 4100,
+      pid: 41000,
       ppid: 3000,
       pgid: 0,
       sid: 0,
@@ -71,18 +71,18 @@ describe('Windows process table from recorded PowerShell output', () => {
   });
 
   it('accepts a single object (not an array), a BOM, and empty output', async () => {
-    expect(parseCimJson(recording('single-object.json')).map((r) => r.pid)).toEqual([4100]);
+    expect(parseCimJson(recording('single-object.json')).map((r) => r.pid)).toEqual([41000]);
     expect(parseCimJson(recording('empty.txt'))).toEqual([]);
     expect(parseCimJson(recording('blank-lines.txt'))).toEqual([]);
-    expect(await replay('').table.get(4100)).toBeNull();
+    expect(await replay('').table.get(41000)).toBeNull();
   });
 
   it('skips unusable rows and reads the quirks of Windows PowerShell 5.1', () => {
     const rows = parseCimJson(recording('ps51-quirks.json'));
     expect(rows).toEqual([
-      { pid: 4100, ppid: 3000, created: '2026-11-30T01:37:13.1230000Z', name: 'cmd.exe' },
+      { pid: 41000, ppid: 3000, created: '2026-11-30T01:37:13.1230000Z', name: 'cmd.exe' },
       // A /Date offset is informational: the number is already UTC.
-      { pid: 4200, ppid: 4100, created: '2026-11-30T01:37:13.4560000Z', name: 'child.exe' },
+      { pid: 42000, ppid: 41000, created: '2026-11-30T01:37:13.4560000Z', name: 'child.exe' },
     ]);
   });
 
@@ -116,11 +116,11 @@ describe('Windows process table from recorded PowerShell output', () => {
   it('cuts a parent link that points to a process created after the child (a reused pid)', async () => {
     const { table } = replay(recording('stale-parent.json'));
     const snap = await table.snapshot();
-    const updater = snap.processes.find((p) => p.pid === 5100);
-    const worker = snap.processes.find((p) => p.pid === 4300);
-    expect(updater?.ppid).toBe(0); // its recorded parent 4100 is younger than itself
-    expect(worker?.ppid).toBe(4100);
-    expect([...snap.staleParents]).toEqual([4100]);
+    const updater = snap.processes.find((p) => p.pid === 51000);
+    const worker = snap.processes.find((p) => p.pid === 43000);
+    expect(updater?.ppid).toBe(0); // its recorded parent 41000 is younger than itself
+    expect(worker?.ppid).toBe(41000);
+    expect([...snap.staleParents]).toEqual([41000]);
   });
 
   it('finds taskkill and PowerShell under %SystemRoot%, never through PATH or an odd value', () => {

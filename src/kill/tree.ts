@@ -8,6 +8,7 @@ import {
   type ProcessInfo,
   type ProcessTable,
   platformTable,
+  SnapshotTable,
 } from '../tree/index.js';
 import type { TerminateReport } from '../types.js';
 import { Deliverer, type SendSignal } from './deliver.js';
@@ -46,7 +47,9 @@ export async function terminateTree(
     );
   }
   const table = options.table ?? platformTable();
-  const guard = await Guard.load(table);
+  const windows = isWindowsTable(table);
+  // One enumeration instead of a PowerShell launch per ancestor; its parent links are already checked.
+  const guard = await Guard.load(windows ? new SnapshotTable(await table.list()) : table);
   if (pid === 1 || guard.isOwnOrAncestor(pid)) {
     throw new ProcwardenError(
       'FORBIDDEN_TARGET',
@@ -64,7 +67,7 @@ export async function terminateTree(
   const signal = normalizeSignal(options.signal ?? 'SIGTERM');
   const includeRoot = options.includeRoot !== false;
   const clock = options.clock ?? realClock;
-  if (isWindowsTable(table)) {
+  if (windows) {
     const windows = new WindowsTreeTarget(table, guard, { send: options.send, includeRoot });
     windows.adopt(root);
     return terminate(windows, { signal, graceMs, clock, table });

@@ -42,6 +42,8 @@ export class WindowsTreeTarget {
   readonly notes: string[] = [];
   private readonly noted = new Set<string>();
   private readonly known = new Map<string, ProcessInfo>();
+  /** Members already asked to close: a console process refuses every time, so it is asked once. */
+  private readonly asked = new Set<string>();
   private readonly taskkill: Taskkill;
   private readonly send: SendSignal;
   private root: ProcessInfo | null = null;
@@ -91,14 +93,18 @@ export class WindowsTreeTarget {
   }
 
   async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {
+    const force = signal === 'SIGKILL';
+    const targets = force ? members : members.filter((m) => !this.asked.has(key(m)));
+    if (targets.length === 0) return [];
     const snap = await this.read();
-    if (!snap) return this.blindSignal(signal, members);
-    const live = this.verify(members, snap);
+    if (!snap) return this.blindSignal(signal, targets);
+    const live = this.verify(targets, snap);
     if (live.length === 0) return [];
-    return signal === 'SIGKILL' ? this.force(live, snap) : this.graceful(live, snap);
+    return force ? this.force(live, snap) : this.graceful(live, snap);
   }
 
   private async graceful(live: ProcessInfo[], snap: WindowsSnapshot): Promise<ProcessInfo[]> {
+    for (const m of live) this.asked.add(key(m));
     if (this.taskkillUnavailable) return [];
     const reached: ProcessInfo[] = [];
     const steps = this.plan(live, snap);
