@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Taskkill, terminateTree } from '../src/kill/index.js';
 import { WindowsTable } from '../src/tree/index.js';
-import { FakeWindows, TASKKILL } from './helpers/fake-windows.js';
+import { FakeWindows, recording, TASKKILL } from './helpers/fake-windows.js';
 
 const A = 41000; // cmd.exe
 const B = 42000; // Build Tool.exe, child of A
@@ -186,5 +186,66 @@ describe('Windows termination through recorded taskkill and PowerShell outputs',
     for (const pid of [0, -4, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 60]) {
       expect(() => Taskkill.args({ pid, tree: true, force: true })).toThrow(/refusing to pass pid/);
     }
+  });
+});
+
+describe('taskkill exit codes mapped to report notes', () => {
+  const MESSAGES = JSON.parse(recording('taskkill.json')) as Record<string, string>;
+  const say = (name: string, pid: number) => `${(MESSAGES[name] ?? '').replaceAll('{pid}', String(pid))}\r\n`;
+  const answer = (code: number | null, stdout = '', stderr = '') =>
+    new Taskkill(
+      async () => ({
+        code,
+        stdout,
+        stderr,
+        ...(code === null ? { error: Object.assign(new Error('spawn'), { code: 'ENOENT' }) } : {}),
+      }),
+      {},
+    );
+  const request = { pid: 7, tree: true, force: false };
+
+  it.each([
+    [0, say('gracefulSent', 7), '', 'ok', null],
+    [
+      128,
+      '',
+      say('notFound', 7),
+      'not-found',
+      'taskkill /PID 7 /T: exit 128, no such process (it exited first)',
+    ],
+    [
+      1,
+      '',
+      say('needsForce', 7),
+      'needs-force',
+      'taskkill /PID 7 /T: exit 1, the process has no window to close; Windows can end it only by force',
+    ],
+    [
+      1,
+      '',
+      say('denied', 7),
+      'denied',
+      "taskkill /PID 7 /T: exit 1, access denied (another user's or a protected process; run elevated to end it)",
+    ],
+    [
+      255,
+      say('gracefulSent', 7),
+      say('needsForceChild', 9).replace('{parent}', '7'),
+      'partial',
+      'taskkill /PID 7 /T: exit 255, only part of the tree was reached (Reason: This process can only be terminated forcefully (with /F option).)',
+    ],
+    [
+      5,
+      '',
+      'ERROR: Invalid argument/option\r\n',
+      'failed',
+      'taskkill /PID 7 /T: exit 5 (ERROR: Invalid argument/option)',
+    ],
+    [null, '', '', 'unavailable', `taskkill /PID 7 /T: ${TASKKILL} could not be run (ENOENT)`],
+  ])('exit %s', async (code, stdout, stderr, outcome, note) => {
+    const result = await answer(code, stdout, stderr).run(request);
+    expect(result.outcome).toBe(outcome);
+    expect(result.note).toBe(note);
+    expect(result.confirmed).toEqual(stdout ? [7] : []);
   });
 });
