@@ -1,0 +1,132 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Supervisor } from '../src/index.js';
+import { BoundedCapture } from '../src/output/index.js';
+import { fixture, LeakGuard, makeTmp } from './helpers/procs.js';
+
+const sup = new Supervisor();
+const leaks = new LeakGuard();
+leaks.trackCookie(sup.id);
+afterEach(() => leaks.check());
+
+describe('bounded capture', () => {
+  it('keeps everything under the budget', () => {
+    const c = new BoundedCapture(100);
+    c.push(Buffer.from('hello '));
+    c.push(Buffer.from('world'));
+    expect(c.result()).toEqual({ text: 'hello world', bytes: 11, truncated: false });
+  });
+
+  it('keeps head and tail beyond it and says how much was dropped', () => {
+    const c = new BoundedCapture(10);
+    for (let i = 0; i < 100; i++) c.push(Buffer.from(String(i % 10)));
+    const r = c.result();
+    expect(r.truncated).toBe(true);
+    expect(r.bytes).toBe(100);
+    expect(r.text).toBe('01234\n[… 90 bytes truncated …]\n56789');
+  });
+
+  it('a huge single chunk keeps only the tail it needs', () => {
+    const c = new BoundedCapture(8);
+    c.push(Buffer.alloc(1_000_000, 'x'));
+    c.push(Buffer.from('tail'));
+    const r = c.result();
+    expect(r.text).toBe('xxxx\n[… 999996 bytes truncated …]\ntail');
+  });
+
+  it('never cuts a UTF-8 character at the head or tail boundary', () => {
+    const c = new BoundedCapture(9);
+    c.push(Buffer.from('aaa€€€€€€bbb€')); // € is 3 bytes
+    const r = c.result();
+    expect(r.text).not.toContain('\uFFFD');
+    expect(r.text.startsWith('aaa')).toBe(true);
+    expect(r.text.endsWith('b€')).toBe(true);
+  });
+
+  it('maxBytes 0 captures nothing but still counts', () => {
+    const c = new BoundedCapture(0);
+    c.push(Buffer.from('abc'));
+    expect(c.result()).toMatchObject({ bytes: 3, truncated: true });
+  });
+});
+
+describe('streaming output', () => {
+  it('a multibyte character split across chunks decodes whole', async () => {
+    const chunks: string[] = [];
+    const r = await sup.spawn({
+      argv: [process.execPath, fixture('split-utf8.mjs')],
+      output: { onData: (t) => chunks.push(t) },
+    }).result;
+    expect(chunks.length).toBeGreaterThan(5); // really arrived in pieces
+    expect(chunks.join('')).toBe('héllo wörld €uro 😀 end\n');
+    expect(r.stdout.text).toBe('héllo wörld €uro 😀 end\n');
+  });
+
+  it('invalid bytes become U+FFFD', async () => {
+    const r = await sup.spawn({ argv: ['printf', 'a\\377b'] }).result;
+    expect(r.stdout.text).toBe('a\uFFFDb');
+  });
+
+  it('stdout and stderr are told apart; the file sink gets every byte before result resolves', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const file = join(dir, 'out.log');
+    const seen: string[] = [];
+    const r = await sup.spawn({
+      argv: ['sh', '-c', 'echo out; echo err >&2; echo more'],
+      output: { file, onData: (t, s) => seen.push(`${s}:${t}`) },
+    }).result;
+    expect(r.stdout.text).toBe('out\nmore\n');
+    expect(r.stderr.text).toBe('err\n');
+    expect(seen.join('')).toContain('stderr:err');
+    expect(readFileSync(file, 'utf8').split('\n').sort()).toEqual(['', 'err', 'more', 'out']);
+  });
+
+  it('a throwing onData does not crash the host nor lose the capture', async () => {
+    const r = await sup.spawn({
+      argv: ['echo', 'hi'],
+      output: {
+        onData: () => {
+          throw new Error('callback bug');
+        },
+      },
+    }).result;
+    expect(r.stdout.text).toBe('hi\n');
+    expect(r.tree.report).toBeNull();
+  });
+
+  it('200 MB through onData: every byte seen, capture bounded, memory flat', async () => {
+    const before = process.memoryUsage().rss;
+    let seen = 0;
+    let peak = before;
+    const r = await sup.spawn({
+      argv: [process.execPath, fixture('flood.mjs'), '200'],
+      output: {
+        onData: (t) => {
+          seen += t.length; // ASCII: one char per byte
+          if ((seen & 0xffffff) < t.length) peak = Math.max(peak, process.memoryUsage().rss);
+        },
+      },
+    }).result;
+    peak = Math.max(peak, process.memoryUsage().rss);
+    expect(r.reason).toBe('exit');
+    expect(seen).toBe(200 * 1024 * 1024);
+    expect(r.stdout.bytes).toBe(200 * 1024 * 1024);
+    expect(r.stdout.truncated).toBe(true);
+    expect(r.stdout.text.length).toBeLessThan(1024 * 1024 + 100);
+    // Flat: far below the 200 MB that went through (loose, GC timing varies).
+    expect(peak - before).toBeLessThan(128 * 1024 * 1024);
+  });
+
+  it('output written by the tree while it is being terminated is not lost', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const seen: string[] = [];
+    const r = await sup.spawn({
+      argv: [fixture('trap-cleanup.sh'), dir],
+      timeoutMs: 300,
+      output: { onData: (t) => seen.push(t) },
+    }).result;
+    expect(seen.join('')).toContain('cleanup done');
+    expect(r.stdout.text).toContain('cleanup done');
+  });
+});
