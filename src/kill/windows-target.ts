@@ -60,10 +60,6 @@ export class WindowsTreeTarget {
     this.send = options.send ?? defaultSend;
   }
 
-  get rootInfo(): ProcessInfo | null {
-    return this.root;
-  }
-
   /** Records the root by identity; `child` is the launcher's handle when procwarden started it. */
   async attach(pid: number, child?: ChildHandle): Promise<void> {
     this.child = child;
@@ -133,7 +129,7 @@ export class WindowsTreeTarget {
     }
     // Each snapshotted survivor by its own pid: /T cannot reach a child whose parent already exited.
     const again = await this.read();
-    if (!again) return [...reached.values(), ...(await this.blindSignal('SIGKILL', live))];
+    if (!again) return [...reached.values(), ...this.blindSignal('SIGKILL', live)];
     for (const survivor of this.verify(live, again)) {
       if (await this.forceOne(survivor)) reached.set(key(survivor), survivor);
     }
