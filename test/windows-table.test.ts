@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ProcwardenError } from '../src/errors.js';
-import { platformTable, WindowsTable } from '../src/tree/index.js';
+import { Taskkill } from '../src/kill/index.js';
+import { execRunner, platformTable, WindowsTable } from '../src/tree/index.js';
 import { canonicalDate, cimScript, parseCimJson } from '../src/tree/windows-cim.js';
 import { systemRoot } from '../src/tree/windows-system.js';
 import { POWERSHELL, recording } from './helpers/fake-windows.js';
@@ -132,6 +133,18 @@ describe('Windows process table from recorded PowerShell output', () => {
       expect(systemRoot({ SystemRoot: odd })).toBe('C:\\Windows');
     }
     expect(systemRoot({})).toBe('C:\\Windows');
+  });
+
+  it('through the real runner on this Linux host: PowerShell and taskkill are absent, and both say so', async () => {
+    await expect(new WindowsTable({ env: {} }).list()).rejects.toMatchObject({
+      code: 'PROCESS_TABLE_UNAVAILABLE',
+      message: expect.stringContaining('(ENOENT)'),
+    });
+    const result = await new Taskkill(execRunner, {}).run({ pid: 8, tree: true, force: true });
+    expect(result.outcome).toBe('unavailable');
+    expect(result.note).toBe(
+      'taskkill /PID 8 /T /F: C:\\Windows\\System32\\taskkill.exe could not be run (ENOENT)',
+    );
   });
 
   it('is not the table of this (Linux) host', () => {
