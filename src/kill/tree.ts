@@ -68,9 +68,9 @@ export async function terminateTree(
   const includeRoot = options.includeRoot !== false;
   const clock = options.clock ?? realClock;
   if (windows) {
-    const windows = new WindowsTreeTarget(table, guard, { send: options.send, includeRoot });
-    windows.adopt(root);
-    return terminate(windows, { signal, graceMs, clock, table });
+    const windowsTarget = new WindowsTreeTarget(table, guard, { send: options.send, includeRoot });
+    windowsTarget.adopt(root);
+    return terminate(windowsTarget, { signal, graceMs, clock, table });
   }
   const deliverer = new Deliverer(table, guard, options.send);
   const known = new Map<string, ProcessInfo>([[key(root), root]]);
