@@ -132,6 +132,18 @@ describe('Windows termination through recorded taskkill and PowerShell outputs',
     ]);
   });
 
+  it('includeRoot: false ends the descendants only, never walking /T from the root', async () => {
+    const { win, table } = host();
+    const report = await terminateTree(A, { table, send: win.send, graceMs: 50, includeRoot: false });
+    expect(win.alive(A)).toBe(true);
+    expect(win.alive(B)).toBe(false);
+    expect(win.alive(C)).toBe(false);
+    expect(win.taskkillCalls().some((args) => args.includes(String(A)))).toBe(false);
+    expect(win.taskkillCalls()[0]).toEqual(['/PID', String(B), '/T']);
+    expect(report.killed).toBe(2);
+    win.exit(A);
+  });
+
   it('taskkill exit 128 (the process exited first) is reported as such, not as a failure', async () => {
     const { win, end } = host();
     win.beforeCall = (call) => {
