@@ -1,7 +1,7 @@
 import type { Clock } from './clock.js';
 
 export type ContainmentMode = 'auto' | 'cgroup' | 'process-group' | 'none';
-export type UsedContainment = Exclude<ContainmentMode, 'auto'>;
+export type UsedContainment = Exclude<ContainmentMode, 'auto'> | 'windows-tree';
 export type RunMode = 'child' | 'pty';
 export type StreamName = 'stdout' | 'stderr' | 'pty';
 

@@ -1,4 +1,4 @@
-import type { KillTarget } from '../kill/index.js';
+import type { ChildHandle, KillTarget } from '../kill/index.js';
 import type { UsedContainment } from '../types.js';
 
 /** What a launcher needs to start a command; containments adjust it before the spawn. */
@@ -18,8 +18,11 @@ export interface LaunchPlan {
 export interface Containment extends KillTarget {
   readonly kind: UsedContainment;
   prepare(plan: LaunchPlan): LaunchPlan;
-  /** Called once the command has a pid, before anything can be signalled. */
-  attach(pid: number): Promise<void>;
+  /**
+   * Called once the command has a pid, before anything can be signalled. `child` is the launcher's
+   * handle on it, the last resort when nothing else can end it.
+   */
+  attach(pid: number, child?: ChildHandle): Promise<void>;
   /** Frees what the containment holds (a cgroup directory...). Idempotent. */
   release(): Promise<void>;
 }

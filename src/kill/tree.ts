@@ -1,11 +1,20 @@
 import { type Clock, realClock } from '../clock.js';
 import { ProcwardenError } from '../errors.js';
 import { checkDuration, normalizeSignal } from '../spec/index.js';
-import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, platformTable } from '../tree/index.js';
+import {
+  descendantsOf,
+  isGone,
+  isWindowsTable,
+  type ProcessInfo,
+  type ProcessTable,
+  platformTable,
+  SnapshotTable,
+} from '../tree/index.js';
 import type { TerminateReport } from '../types.js';
 import { Deliverer, type SendSignal } from './deliver.js';
 import { Guard } from './guard.js';
 import { type KillTarget, terminate } from './terminate.js';
+import { WindowsTreeTarget } from './windows-target.js';
 
 export interface TerminateTreeOptions {
   /** Default 5000. */
@@ -38,7 +47,9 @@ export async function terminateTree(
     );
   }
   const table = options.table ?? platformTable();
-  const guard = await Guard.load(table);
+  const windows = isWindowsTable(table);
+  // One enumeration instead of a PowerShell launch per ancestor; its parent links are already checked.
+  const guard = await Guard.load(windows ? new SnapshotTable(await table.list()) : table);
   if (pid === 1 || guard.isOwnOrAncestor(pid)) {
     throw new ProcwardenError(
       'FORBIDDEN_TARGET',
@@ -55,6 +66,12 @@ export async function terminateTree(
   const graceMs = options.graceMs === undefined ? 5000 : checkDuration(options.graceMs, 'graceMs');
   const signal = normalizeSignal(options.signal ?? 'SIGTERM');
   const includeRoot = options.includeRoot !== false;
+  const clock = options.clock ?? realClock;
+  if (windows) {
+    const windowsTarget = new WindowsTreeTarget(table, guard, { send: options.send, includeRoot });
+    windowsTarget.adopt(root);
+    return terminate(windowsTarget, { signal, graceMs, clock, table });
+  }
   const deliverer = new Deliverer(table, guard, options.send);
   const known = new Map<string, ProcessInfo>([[key(root), root]]);
 
@@ -82,5 +99,5 @@ export async function terminateTree(
       return reached;
     },
   };
-  return terminate(target, { signal, graceMs, clock: options.clock ?? realClock, table });
+  return terminate(target, { signal, graceMs, clock, table });
 }

@@ -52,6 +52,7 @@ export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: La
       for (const s of streams) s.destroy();
       child.stdin?.destroy();
     },
+    kill: (signal) => child.kill(signal),
   };
 }
 

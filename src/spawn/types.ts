@@ -23,6 +23,8 @@ export interface Launched {
   readonly outputDone: Promise<void>;
   /** Stops reading output (after the drain window): holders of the pipe no longer keep us waiting. */
   releaseOutput(): void;
+  /** Signals the direct child through the launcher's own handle (immune to pid reuse on Windows). */
+  kill?(signal?: NodeJS.Signals): boolean;
 }
 
 export type Launcher = (plan: LaunchPlan, options: LaunchOptions, events: LaunchEvents) => Launched;

@@ -123,7 +123,7 @@ export class ManagedRun implements RunHandle {
     }
     const pid = this.launched.pid;
     if (pid === undefined) return; // the failure event follows
-    this.attached = this.hold.attach(pid).catch((error) => {
+    this.attached = this.hold.attach(pid, this.launched).catch((error) => {
       this.notes.push(`could not record the command's identity: ${error}`);
     });
     const { clock } = this.deps;

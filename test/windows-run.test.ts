@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import { createContainment } from '../src/containment/index.js';
+import { Supervisor } from '../src/index.js';
+import type { LaunchEvents, Launcher } from '../src/spawn/index.js';
+import { WindowsTable } from '../src/tree/index.js';
+import { FakeWindows } from './helpers/fake-windows.js';
+
+const A = 41000;
+const B = 42000;
+const C = 43000;
+
+/** Stands in for node:child_process on Windows: the run's direct child is A of the recorded tree. */
+function windowsRun() {
+  const win = new FakeWindows('three-level.json');
+  const table = new WindowsTable({ runner: win.runner, env: { SystemRoot: 'C:\\Windows' } });
+  const childKills: (string | undefined)[] = [];
+  let events: LaunchEvents | undefined;
+  let outputEnded: () => void = () => {};
+  win.onExit = (pid) => {
+    if (pid !== A) return;
+    events?.exited(1, null);
+    outputEnded();
+  };
+  const launcher: Launcher = (plan, _options, ev) => {
+    expect(plan.newSession).toBe(false);
+    events = ev;
+    queueMicrotask(() => ev.spawned());
+    return {
+      pid: A,
+      stdin: undefined,
+      outputDone: new Promise<void>((resolve) => {
+        outputEnded = resolve;
+      }),
+      releaseOutput() {},
+      kill(signal) {
+        childKills.push(signal);
+        win.rows.delete(A);
+        win.onExit?.(A);
+        return true;
+      },
+    };
+  };
+  const sup = new Supervisor({ table, send: win.send, launchers: { child: launcher } });
+  return { win, table, sup, childKills };
+}
+
+describe('a run on Windows (recorded outputs, injected launcher)', () => {
+  it('createContainment holds every run on a Windows table as a windows-tree', () => {
+    const { table } = windowsRun();
+    for (const mode of ['auto', 'process-group', 'none'] as const) {
+      expect(createContainment(mode, { table, cookie: 'pw-x' }).kind).toBe('windows-tree');
+    }
+  });
+
+  it('a timed-out run: graceful taskkill /T, then /F for the tree, every member verified gone', async () => {
+    const { win, sup } = windowsRun();
+    const handle = sup.spawn({ argv: ['cmd.exe', '/c', 'build.cmd'], timeoutMs: 30, graceMs: 100 });
+    const result = await handle.result;
+    expect(result.reason).toBe('overall-timeout');
+    expect(result.containment).toBe('windows-tree');
+    expect(result.escalated).toBe(true);
+    expect(result.tree.killed).toBe(3);
+    expect(result.tree.escaped).toBe(0);
+    expect(win.taskkillCalls().slice(0, 2)).toEqual([
+      ['/PID', String(A), '/T'],
+      ['/PID', String(A), '/T', '/F'],
+    ]);
+    for (const pid of [A, B, C]) expect(win.alive(pid)).toBe(false);
+  });
+
+  it('the last resort: taskkill missing and process.kill denied, the direct child ends through child.kill()', async () => {
+    const { win, sup, childKills } = windowsRun();
+    win.taskkillMissing = true;
+    win.behaviour.set(A, { protected: true });
+    const handle = sup.spawn({ argv: ['cmd.exe'], graceMs: 50 });
+    await new Promise((r) => setTimeout(r, 20));
+    handle.cancel('test');
+    const result = await handle.result;
+    expect(childKills).toEqual(['SIGKILL']);
+    expect(result.reason).toBe('cancelled');
+    expect(win.alive(A)).toBe(false);
+    expect(win.alive(B)).toBe(false);
+    expect(win.alive(C)).toBe(false);
+    const notes = result.tree.report?.notes.join('\n') ?? '';
+    expect(notes).toContain(`process.kill(${A}) failed: EPERM`);
+    expect(notes).toContain(`pid ${A}: fell back to child.kill() through the launcher's process handle`);
+  });
+
+  it('without a process table (PowerShell missing) only the direct child is ended, through its handle', async () => {
+    const { win, sup, childKills } = windowsRun();
+    const runner = win.runner;
+    let broken = false;
+    win.beforeCall = () => {};
+    const table = (sup as unknown as { table: WindowsTable }).table;
+    Object.defineProperty(table, 'runner', {
+      value: async (file: string, args: readonly string[]) => {
+        if (broken && file.endsWith('powershell.exe')) {
+          return {
+            code: null,
+            stdout: '',
+            stderr: '',
+            error: Object.assign(new Error('nope'), { code: 'ENOENT' }),
+          };
+        }
+        return runner(file, args);
+      },
+    });
+    const handle = sup.spawn({ argv: ['cmd.exe'], graceMs: 50 });
+    await new Promise((r) => setTimeout(r, 20));
+    broken = true;
+    handle.kill();
+    const result = await handle.result;
+    expect(childKills).toEqual(['SIGKILL']);
+    expect(win.alive(A)).toBe(false);
+    expect(win.alive(C)).toBe(true); // honestly unreachable: reported, not claimed
+    const notes = result.tree.report?.notes.join('\n') ?? '';
+    expect(notes).toContain('process table unavailable');
+    expect(notes).toContain('descendants of the direct child could not be seen or verified');
+    win.exit(B);
+    win.exit(C);
+  });
+});
