@@ -13,8 +13,13 @@ export interface PtyProcess {
   readonly onExit: (listener: (e: { exitCode: number; signal?: number }) => void) => PtyDisposable;
   write(data: string | Buffer): void;
   resize(cols: number, rows: number): void;
-  /** node-pty's socket-level events (not in its typings, but how it expects errors to be taken). */
-  on?(event: 'error', listener: (error: Error) => void): void;
+  /** The master's file descriptor (Unix; not in node-pty's typings). */
+  readonly fd?: number;
+  /**
+   * node-pty's socket-level events (not in its typings): taking 'error' is how it expects errors to
+   * be handled; 'end' is where a Unix terminal's unread tail is recovered.
+   */
+  on?(event: 'error' | 'end', listener: (error?: Error) => void): void;
 }
 
 export interface PtyForkOptions {

@@ -1,4 +1,4 @@
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, readSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import type { LaunchPlan } from '../containment/index.js';
 import { signalName } from '../spec/index.js';
@@ -16,6 +16,12 @@ export interface PtyPlatform {
   cannotExecute(plan: LaunchPlan): NodeJS.ErrnoException | null;
   /** The keystrokes that mean end-of-input; `lineOpen`: the last input did not end a line. */
   endOfInput(lineOpen: boolean): string;
+  /**
+   * Output still in the terminal when node's stream reported end-of-file on its master `fd`.
+   * (libuv treats POLLHUP after a short read as EOF, while a PTY master whose slave just closed can
+   * still hold the tail of the output: up to tens of kilobytes of a fast writer, lost otherwise.)
+   */
+  unreadTail(fd: number | undefined): Buffer[];
   /** node-pty's exit event, as a run reports it. */
   exitStatus(e: { exitCode: number; signal?: number }): {
     code: number | null;
@@ -30,6 +36,7 @@ export interface PtyPlatform {
 const unix: PtyPlatform = {
   cannotExecute: (plan) => unixExecCheck(plan),
   endOfInput: (lineOpen) => (lineOpen ? '\x04\x04' : '\x04'),
+  unreadTail: (fd) => (fd === undefined ? [] : readUntilClosed(fd)),
   exitStatus: ({ exitCode, signal }) =>
     signal ? { code: null, signal: signalName(signal) ?? null } : { code: exitCode, signal: null },
 };
@@ -42,6 +49,8 @@ const unix: PtyPlatform = {
 const windows: PtyPlatform = {
   cannotExecute: () => null,
   endOfInput: (lineOpen) => (lineOpen ? '\r\x1a\r' : '\x1a\r'),
+  // ConPTY output comes through a named pipe that ends only after everything was read.
+  unreadTail: () => [],
   exitStatus: ({ exitCode }) => ({ code: exitCode, signal: null }),
 };
 
@@ -76,4 +85,23 @@ function unixExecCheck(plan: LaunchPlan): NodeJS.ErrnoException | null {
     syscall: `spawn ${plan.file}`,
     path: plan.file,
   });
+}
+
+/**
+ * Reads a non-blocking PTY master until the kernel has nothing more: EIO once the slave is closed
+ * and drained (EAGAIN if someone reopened it). Never waits, so it is bounded by the terminal buffer.
+ */
+function readUntilClosed(fd: number): Buffer[] {
+  const chunks: Buffer[] = [];
+  for (;;) {
+    const buffer = Buffer.alloc(65536);
+    let n: number;
+    try {
+      n = readSync(fd, buffer, 0, buffer.length, null);
+    } catch {
+      return chunks;
+    }
+    if (n === 0) return chunks;
+    chunks.push(buffer.subarray(0, n));
+  }
 }

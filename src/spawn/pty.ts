@@ -47,8 +47,13 @@ export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
     // node-pty rethrows terminal errors other than EIO when nobody else listens; the exit event
     // still follows, and a terminal error must never take the host down.
     term.on?.('error', () => {});
-    term.onData((data) => {
+    const emit = (data: Buffer | string) => {
       if (!released) events.output('pty', typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+    };
+    term.onData(emit);
+    // Runs before node-pty closes the master: what libuv left unread is still there to read.
+    term.on?.('end', () => {
+      for (const chunk of platform.unreadTail(term.fd)) emit(chunk);
     });
     // node-pty reports the exit only once the terminal has been read to its end (EIO when the last
     // holder of the slave closed it), or 200 ms after the exit if others still hold it open.
