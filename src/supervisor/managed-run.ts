@@ -146,8 +146,9 @@ export class ManagedRun implements RunHandle {
         "resize() applies to runs started with mode: 'pty'; this run's output goes through pipes, which have no size.",
       );
     }
-    const size = { cols: checkPtyCells(cols, 'resize cols'), rows: checkPtyCells(rows, 'resize rows') };
-    if (this.status !== 'exited') this.launched?.resize?.(size.cols, size.rows);
+    checkPtyCells(cols, 'resize cols');
+    checkPtyCells(rows, 'resize rows');
+    if (this.status !== 'exited') this.launched?.resize?.(cols, rows);
   }
 
   kill(): void {
