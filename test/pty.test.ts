@@ -86,22 +86,25 @@ describe('a command on a terminal', () => {
 });
 
 describe('termination on a terminal', () => {
-  it('a bash that traps TERM gets SIGTERM on cancel; its cleanup output arrives before the result', async () => {
-    const s = startPty(['pty-trap.sh'], { graceMs: 5000 });
-    await seen(s, 'ready');
-    s.handle.cancel('test');
-    const r = await s.handle.result;
-    const atResult = s.output();
-    expect(r.reason).toBe('cancelled');
-    expect(r.exitCode).toBe(0);
-    expect(r.escalated).toBe(false);
-    expect(readFileSync(join(s.dir, 'signals'), 'utf8')).toBe('TERM\n');
-    expect(atResult).toContain('cleanup done after TERM');
-    expect(r.stdout.text).toContain('cleanup done after TERM');
-    const main = readPids(s.dir).get('main');
-    expect(main).toBeGreaterThan(1);
-    expect(alive(main ?? 0)).toBe(false);
-  });
+  it.each(['auto', 'none'] as const)(
+    'a bash that traps TERM gets SIGTERM on cancel; its cleanup output arrives before the result (containment %s)',
+    async (containment) => {
+      const s = startPty(['pty-trap.sh'], { graceMs: 5000, containment });
+      await seen(s, 'ready');
+      s.handle.cancel('test');
+      const r = await s.handle.result;
+      const atResult = s.output();
+      expect(r.reason).toBe('cancelled');
+      expect(r.exitCode).toBe(0);
+      expect(r.escalated).toBe(false);
+      expect(readFileSync(join(s.dir, 'signals'), 'utf8')).toBe('TERM\n');
+      expect(atResult).toContain('cleanup done after TERM');
+      expect(r.stdout.text).toContain('cleanup done after TERM');
+      const main = readPids(s.dir).get('main');
+      expect(main).toBeGreaterThan(1);
+      expect(alive(main ?? 0)).toBe(false);
+    },
+  );
 
   it('a program that ignores TERM and HUP is SIGKILLed at the end of the grace', async () => {
     const s = startPty(['pty-ignore.sh'], { graceMs: 600 });
