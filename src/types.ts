@@ -72,6 +72,11 @@ export interface RunHandle {
   readonly stdin: RunStdin | undefined;
   cancel(reason?: string): void;
   kill(): void;
+  /**
+   * Mode 'pty': the terminal's new size in cells (the program gets SIGWINCH); a no-op once the run
+   * has exited. Throws NOT_A_PTY in mode 'child' (pipes have no size), INVALID_OPTION for a bad size.
+   */
+  resize(cols: number, rows: number): void;
   readonly result: Promise<RunResult>;
 }
 

@@ -1,5 +1,5 @@
 import type { LaunchPlan } from '../containment/index.js';
-import type { RunStdin, StreamName } from '../types.js';
+import type { PtyOptions, RunStdin, StreamName } from '../types.js';
 
 export interface LaunchEvents {
   output(stream: StreamName, chunk: Buffer): void;
@@ -13,6 +13,8 @@ export interface LaunchEvents {
 
 export interface LaunchOptions {
   stdin: { kind: 'ignore' | 'pipe' | 'inherit' } | { kind: 'data'; data: Uint8Array };
+  /** The terminal's size and TERM; only a PTY launcher reads it. */
+  pty: Required<PtyOptions>;
 }
 
 /** A started command as the run sees it, whatever launched it (pipes or a PTY). */
@@ -25,6 +27,15 @@ export interface Launched {
   releaseOutput(): void;
   /** Signals the direct child through the launcher's own handle (immune to pid reuse on Windows). */
   kill?(signal?: NodeJS.Signals): boolean;
+  /** A terminal's new size (PTY only; sizes already validated). */
+  resize?(cols: number, rows: number): void;
 }
 
-export type Launcher = (plan: LaunchPlan, options: LaunchOptions, events: LaunchEvents) => Launched;
+export interface Launcher {
+  (plan: LaunchPlan, options: LaunchOptions, events: LaunchEvents): Launched;
+  /**
+   * Throws a ProcwardenError when this launcher cannot work on this host (a missing optional
+   * module), so that the spawn fails before a run exists rather than as a spawn-error result.
+   */
+  preflight?(): void;
+}

@@ -1,6 +1,7 @@
 export { checkDuration, parseDuration } from './duration.js';
 export {
   COOKIE_NAME,
+  checkPtyCells,
   DEFAULT_DRAIN_MS,
   DEFAULT_GRACE_MS,
   DEFAULT_MAX_BYTES,

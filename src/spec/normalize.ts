@@ -139,12 +139,15 @@ function normalizeOutput(output: OutputOptions | undefined) {
   return { maxBytes: Math.floor(maxBytes), onData: output?.onData, file: output?.file };
 }
 
+/** A terminal dimension: a whole number of cells, 1 to 10000. */
+export function checkPtyCells(value: unknown, what: string): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= 10_000) return value;
+  throw invalid(`${what} must be a whole number of cells between 1 and 10000.`, 'INVALID_OPTION');
+}
+
 function normalizePty(pty: PtyOptions | undefined, env: Record<string, string>): Required<PtyOptions> {
-  const size = (value: unknown, what: string, fallback: number) => {
-    if (value === undefined) return fallback;
-    if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= 10_000) return value;
-    throw invalid(`${what} must be a whole number of cells between 1 and 10000.`, 'INVALID_OPTION');
-  };
+  const size = (value: unknown, what: string, fallback: number) =>
+    value === undefined ? fallback : checkPtyCells(value, what);
   return {
     cols: size(pty?.cols, 'pty.cols', 120),
     rows: size(pty?.rows, 'pty.rows', 30),
@@ -192,13 +195,20 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
     throw invalid('scope must be a string.', 'INVALID_OPTION');
   }
   const out = normalizeOutput(merged.output);
+  const stdin = normalizeStdin(merged.stdin);
+  if (mode === 'pty' && stdin.kind === 'inherit') {
+    throw invalid(
+      "stdin 'inherit' does not apply to mode 'pty': the terminal is the command's stdin; use 'pipe' and write to handle.stdin.",
+      'INVALID_OPTION',
+    );
+  }
   return {
     argv,
     mode,
     cwd,
     env,
     cookie,
-    stdin: normalizeStdin(merged.stdin),
+    stdin,
     timeoutMs: optionalDuration(merged.timeoutMs, 'timeoutMs', 0),
     noOutputTimeoutMs: optionalDuration(merged.noOutputTimeoutMs, 'noOutputTimeoutMs', 0),
     graceMs: optionalDuration(merged.graceMs, 'graceMs', DEFAULT_GRACE_MS),

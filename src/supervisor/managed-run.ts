@@ -1,9 +1,10 @@
 import { type Clock, sleep, type TimerHandle } from '../clock.js';
 import { type Containment, createContainment } from '../containment/index.js';
+import { ProcwardenError } from '../errors.js';
 import { type SendSignal, terminate } from '../kill/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
-import type { NormalSpec } from '../spec/index.js';
+import { checkPtyCells, type NormalSpec } from '../spec/index.js';
 import type { ProcessTable } from '../tree/index.js';
 import type {
   RunHandle,
@@ -107,7 +108,7 @@ export class ManagedRun implements RunHandle {
     try {
       this.launched = this.deps.launcher(
         plan,
-        { stdin: this.spec.stdin },
+        { stdin: this.spec.stdin, pty: this.spec.pty },
         {
           spawned: () => {
             if (this.status === 'starting') this.status = 'running';
@@ -136,6 +137,18 @@ export class ManagedRun implements RunHandle {
 
   cancel(reason?: string): void {
     this.stop('cancelled', reason);
+  }
+
+  resize(cols: number, rows: number): void {
+    if (this.spec.mode !== 'pty') {
+      throw new ProcwardenError(
+        'NOT_A_PTY',
+        "resize() applies to runs started with mode: 'pty'; this run's output goes through pipes, which have no size.",
+      );
+    }
+    checkPtyCells(cols, 'resize cols');
+    checkPtyCells(rows, 'resize rows');
+    if (this.status !== 'exited') this.launched?.resize?.(cols, rows);
   }
 
   kill(): void {

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Clock, realClock } from '../clock.js';
-import { ProcwardenError } from '../errors.js';
 import type { SendSignal } from '../kill/index.js';
-import { type Launcher, launchChild } from '../spawn/index.js';
+import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
 import { normalizeSpec } from '../spec/index.js';
 import { type ProcessTable, platformTable } from '../tree/index.js';
 import type { RunHandle, RunMode, RunResult, RunSpec, SupervisorOptions } from '../types.js';
@@ -14,13 +13,6 @@ export interface SupervisorInternals {
   send?: SendSignal;
   launchers?: Partial<Record<RunMode, Launcher>>;
 }
-
-const ptyNotReady: Launcher = () => {
-  throw new ProcwardenError(
-    'PTY_UNAVAILABLE',
-    "mode 'pty' is not available in this build; use mode 'child'.",
-  );
-};
 
 /** Owns runs: spawns them, knows which are live, and can stop them all. */
 export class Supervisor {
@@ -39,18 +31,20 @@ export class Supervisor {
     this.table = options.table ?? platformTable();
     this.send = options.send;
     this.defaults = options.defaults;
-    this.launchers = { child: launchChild, pty: ptyNotReady, ...options.launchers };
+    this.launchers = { child: launchChild, pty: createPtyLauncher(), ...options.launchers };
   }
 
   /** Validates the spec (throws ProcwardenError on bad input, before anything starts) and starts it. */
   spawn(spec: RunSpec): RunHandle {
     const id = `${this.id}-${++this.counter}`;
     const normal = normalizeSpec(spec, id, this.defaults);
+    const launcher = this.launchers[normal.mode];
+    launcher.preflight?.();
     const run = new ManagedRun(id, normal, {
       clock: this.clock,
       table: this.table,
       send: this.send,
-      launcher: this.launchers[normal.mode],
+      launcher,
       onSettled: (r: ManagedRun, _result: RunResult) => this.live.delete(r.id),
     });
     this.live.set(id, run);
