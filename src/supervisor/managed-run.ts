@@ -40,6 +40,7 @@ export class ManagedRun implements RunHandle {
   private launched: Launched | undefined;
   private attached: Promise<void> = Promise.resolve();
   private status: RunState = 'starting';
+  private begun = false;
   private reason: RunReason | undefined;
   private detail: string | undefined;
   private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -95,7 +96,15 @@ export class ManagedRun implements RunHandle {
     return this.reason;
   }
 
+  /** Where the containment holds the run, when it is a cgroup. */
+  get cgroupPath(): string | undefined {
+    return this.hold.cgroupPath;
+  }
+
   start(): void {
+    // Stopped while it waited to start (replaceScope, shutdown): it never launches.
+    if (this.status === 'exited') return;
+    this.begun = true;
     if (this.spec.signal?.aborted) {
       this.reason = 'aborted';
       this.detail = abortDetail(this.spec.signal);
@@ -157,6 +166,10 @@ export class ManagedRun implements RunHandle {
   }
 
   private beginTermination(signal: NodeJS.Signals): void {
+    if (!this.begun) {
+      this.finish(null);
+      return;
+    }
     if (this.termination || this.launched?.pid === undefined || this.spawnError) return;
     this.clearTimers();
     this.status = 'stopping';
