@@ -1,7 +1,7 @@
 import { type Clock, realClock } from '../clock.js';
 import { Deliverer, Guard, type SendSignal, terminate } from '../kill/index.js';
 import { normalizeSignal } from '../spec/index.js';
-import { isGone, type ProcessTable, platformTable } from '../tree/index.js';
+import { CoalescingTable, isGone, type ProcessTable, platformTable } from '../tree/index.js';
 import { CgroupRemains } from './cgroup-remains.js';
 import { Journal, type JournalEntry, type JournalProblem } from './journal.js';
 import { OrphanTarget } from './orphan-target.js';
@@ -65,7 +65,8 @@ export interface ReapReport {
 export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
   const stateDir = options.stateDir ?? defaultStateDir();
   const dryRun = options.dryRun === true;
-  const table = options.table ?? platformTable();
+  // Orphaned trees are terminated in parallel: their scans can share snapshots.
+  const table = options.table ?? new CoalescingTable(platformTable());
   const clock = options.clock ?? realClock;
   const journal = new Journal(stateDir);
   const { entries, problems } = journal.read();

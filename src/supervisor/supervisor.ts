@@ -5,7 +5,7 @@ import { defaultStateDir, Journal, type ReapReport, reap } from '../journal/inde
 import type { SendSignal } from '../kill/index.js';
 import { type Launcher, launchChild } from '../spawn/index.js';
 import { normalizeSpec } from '../spec/index.js';
-import { type ProcessTable, platformTable } from '../tree/index.js';
+import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type {
   RunFilter,
   RunHandle,
@@ -66,7 +66,7 @@ export class Supervisor {
 
   constructor(options: SupervisorOptions & SupervisorInternals = {}) {
     this.clock = options.clock ?? realClock;
-    this.table = options.table ?? platformTable();
+    this.table = options.table ?? new CoalescingTable(platformTable());
     this.send = options.send;
     this.defaults = options.defaults;
     this.launchers = { child: launchChild, pty: ptyNotReady, ...options.launchers };
