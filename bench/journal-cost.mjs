@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Journal } from '../dist/journal/index.js';
 import { Supervisor } from '../dist/index.js';
+import { Journal } from '../dist/journal/index.js';
 
 const n = Number(process.argv[2] ?? 200);
 const stateDir = mkdtempSync(join(tmpdir(), 'pw-bench-state-'));
@@ -67,4 +67,6 @@ const mb = median(b);
 console.log(`spawn+wait /bin/true, median of ${n}:`);
 console.log(`  without journal  ${ma.toFixed(3)} ms`);
 console.log(`  with journal     ${mb.toFixed(3)} ms  (${(((mb - ma) / ma) * 100).toFixed(1)}%)`);
-console.log(`journal file ops per run (2 atomic writes + unlink), median of 2000: ${(median(ops) * 1000).toFixed(0)} µs`);
+console.log(
+  `journal file ops per run (2 atomic writes + unlink), median of 2000: ${(median(ops) * 1000).toFixed(0)} µs`,
+);
