@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ReapReport, reap, Supervisor } from '../src/index.js';
@@ -8,6 +8,45 @@ import { alive, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpe
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
+
+/** A record as a supervisor writes it; `supervisorStart` that is not ours makes its supervisor dead. */
+function deadRecord(runId: string, fields: Record<string, unknown>) {
+  return JSON.stringify({
+    format: 'procwarden.run/1',
+    supervisorId: 'pwtestdead',
+    supervisorPid: process.pid,
+    supervisorStart: 'not-a-start-time',
+    runId,
+    pid: null,
+    pidStart: null,
+    pgid: null,
+    cookie: null,
+    cgroupPath: null,
+    startedAt: Date.now(),
+    killSignal: 'SIGTERM',
+    graceMs: 1000,
+    command: 'test',
+    ...fields,
+  });
+}
+
+/** A writable cgroup v2 directory for this test file, or why there is none. */
+function cgroupRoot(): string | { why: string } {
+  const line = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .find((l) => l.split(' - ')[1]?.startsWith('cgroup2 '));
+  const mount = line?.split(' ')[4];
+  if (!mount) return { why: 'no cgroup v2 hierarchy is mounted' };
+  const probe = join(mount, `pw-reap-probe-${process.pid}`);
+  try {
+    mkdirSync(probe);
+    rmdirSync(probe);
+    return mount;
+  } catch (error) {
+    return { why: `cannot create a cgroup under ${mount}: ${(error as NodeJS.ErrnoException).code}` };
+  }
+}
+const cgroups = cgroupRoot();
 
 /** The pids a host's runs wrote, by "<run dir>/<name>", each dir tracked by the leak guard. */
 function hostPids(dir: string): Map<string, number> {
@@ -108,25 +147,7 @@ describe('reap after a supervisor crash', () => {
     });
     leaks.track(orphan.pid);
     await waitFor(() => startTime(orphan.pid as number), { what: 'orphan started' });
-    writeFileSync(
-      join(stateDir, `${cookie}.json`),
-      JSON.stringify({
-        format: 'procwarden.run/1',
-        supervisorId: 'pwtestdead',
-        supervisorPid: process.pid,
-        supervisorStart: 'not-a-start-time',
-        runId: cookie,
-        pid: null,
-        pidStart: null,
-        pgid: null,
-        cookie,
-        cgroupPath: null,
-        startedAt: Date.now(),
-        killSignal: 'SIGTERM',
-        graceMs: 1000,
-        command: 'sleep 300',
-      }),
-    );
+    writeFileSync(join(stateDir, `${cookie}.json`), deadRecord(cookie, { cookie, command: 'sleep 300' }));
 
     const report = await reap({ stateDir });
     expect(report.skipped.map((s) => s.file).sort()).toEqual([
@@ -165,4 +186,75 @@ describe('reap after a supervisor crash', () => {
     expect(report.runs.map((r) => [r.action, r.members.length])).toEqual([['reaped', 0]]);
     expect(journalFiles(stateDir)).toEqual([]);
   });
+
+  it('a cgroup path that is not below a cgroup2 mount is not trusted: what it lists is left alone', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const fake = leaks.trackDir(makeTmp('pw-fake-cgroup-'));
+    const bystander = spawn('sleep', ['300'], { stdio: 'ignore' });
+    leaks.track(bystander.pid);
+    writeFileSync(join(fake, 'cgroup.procs'), `${bystander.pid}\n`);
+    writeFileSync(join(stateDir, 'pwtestdead-9.json'), deadRecord('pwtestdead-9', { cgroupPath: fake }));
+    const report = await reap({ stateDir, graceMs: 200 });
+    expect(report.runs[0]).toMatchObject({ action: 'reaped', members: [] });
+    expect(report.runs[0]?.notes.join(' ')).toMatch(/not below a cgroup2 mount/);
+    expect(alive(bystander.pid as number)).toBe(true);
+    bystander.kill('SIGKILL');
+  });
+
+  describe.skipIf(typeof cgroups !== 'string')(
+    `a cgroup run (${typeof cgroups === 'string' ? 'cgroup v2 available' : `skipped: ${cgroups.why}`})`,
+    () => {
+      const dirs: string[] = [];
+      afterEach(() => {
+        // Whatever happened, the cgroups this test made go away (their processes first).
+        for (const d of dirs.reverse()) {
+          try {
+            writeFileSync(join(d, 'cgroup.kill'), '1');
+          } catch {}
+        }
+        for (const d of dirs) {
+          for (let i = 0; i < 100 && existsSync(d); i++) {
+            try {
+              rmdirSync(d);
+            } catch {
+              Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+            }
+          }
+        }
+        dirs.length = 0;
+      });
+
+      it('reap finds its members through the cgroup (nested ones too), kills them and removes the cgroup', async () => {
+        const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+        const cg = join(cgroups as string, `pw-reap-test-${process.pid}-${Date.now()}`);
+        const inner = join(cg, 'inner');
+        mkdirSync(inner, { recursive: true });
+        dirs.push(cg, inner);
+        // No cookie, no recorded pid: only the cgroup ties these to the run. One ignores SIGTERM.
+        const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+        const plain = spawn('sleep', ['300'], { stdio: 'ignore', detached: true, env });
+        const stubborn = spawn('/bin/sh', ['-c', 'trap "" TERM; while :; do sleep 0.05; done'], {
+          stdio: 'ignore',
+          detached: true,
+          env,
+        });
+        leaks.track(plain.pid);
+        leaks.track(stubborn.pid);
+        writeFileSync(join(cg, 'cgroup.procs'), String(plain.pid));
+        writeFileSync(join(inner, 'cgroup.procs'), String(stubborn.pid));
+        writeFileSync(join(stateDir, 'pwtestdead-7.json'), deadRecord('pwtestdead-7', { cgroupPath: cg }));
+
+        const report = await reap({ stateDir, graceMs: 300 });
+        expect(report.runs[0]?.action).toBe('reaped');
+        expect(report.runs[0]?.members.map((m) => m.pid)).toEqual(
+          expect.arrayContaining([plain.pid, stubborn.pid]),
+        );
+        expect(report.runs[0]?.killed).toBeGreaterThanOrEqual(1);
+        expect(alive(plain.pid as number)).toBe(false);
+        expect(alive(stubborn.pid as number)).toBe(false);
+        expect(existsSync(cg)).toBe(false);
+        expect(journalFiles(stateDir)).toEqual([]);
+      });
+    },
+  );
 });

@@ -59,12 +59,18 @@ export class OrphanTarget implements KillTarget {
   }
 
   async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {
+    const reached: ProcessInfo[] = [];
+    let rest = members;
     if (signal === 'SIGKILL' && this.cgroup) {
+      const inside = new Set(this.cgroup.pids());
       const problem = this.cgroup.kill((p) => this.guard.forbidsPid(p));
       if (problem) this.extraNotes.push(problem);
+      else {
+        reached.push(...members.filter((m) => inside.has(m.pid)));
+        rest = members.filter((m) => !inside.has(m.pid));
+      }
     }
-    const reached: ProcessInfo[] = [];
-    for (const m of members) if ((await this.deliverer.toMember(m, signal)) === 'sent') reached.push(m);
+    for (const m of rest) if ((await this.deliverer.toMember(m, signal)) === 'sent') reached.push(m);
     return reached;
   }
 }
