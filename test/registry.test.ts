@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RunResult, Supervisor } from '../src/index.js';
@@ -82,6 +82,19 @@ describe('registry', () => {
     expect(sup.get(ids[0] as string)).toBeUndefined();
     expect(() => sup.read(ids[1] as string)).toThrow(expect.objectContaining({ code: 'UNKNOWN_RUN' }));
     expect(sup.read(ids[4] as string)).toMatchObject({ state: 'exited', reason: 'exit', exitCode: 0 });
+  });
+
+  it('journal: false writes nothing; a journal that cannot be written never stops a run', async () => {
+    const { sup: quiet, stateDir } = supervisor({ journal: false });
+    await quiet.spawn({ argv: ['true'] }).result;
+    expect(journalFiles(stateDir)).toEqual([]);
+
+    const file = join(leaks.trackDir(makeTmp()), 'a-file');
+    writeFileSync(file, '');
+    const { sup } = supervisor({ stateDir: join(file, 'state') });
+    const r = await sup.spawn({ argv: ['true'] }).result;
+    expect(r).toMatchObject({ reason: 'exit', exitCode: 0 });
+    expect(sup.journalProblems.join(' ')).toMatch(/not journalled \(ENOTDIR\)/);
   });
 
   it('rejects a bad option with a typed error', () => {
