@@ -3,7 +3,7 @@
 // the journal's own file operations alone (two atomic writes + one unlink per run).
 // Usage: node bench/journal-cost.mjs [N=200]   (after npm run build)
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Supervisor } from '../dist/index.js';
 import { Journal } from '../dist/journal/index.js';
@@ -16,9 +16,14 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
 };
+const calls = new Map();
 const once = async (sup) => {
   const t = performance.now();
-  await sup.spawn({ argv: ['/bin/true'] }).result;
+  const handle = sup.spawn({ argv: ['/bin/true'] });
+  const spawned = performance.now() - t;
+  if (!calls.has(sup)) calls.set(sup, []);
+  calls.get(sup).push(spawned);
+  await handle.result;
   return performance.now() - t;
 };
 
@@ -69,4 +74,12 @@ console.log(`  without journal  ${ma.toFixed(3)} ms`);
 console.log(`  with journal     ${mb.toFixed(3)} ms  (${(((mb - ma) / ma) * 100).toFixed(1)}%)`);
 console.log(
   `journal file ops per run (2 atomic writes + unlink), median of 2000: ${(median(ops) * 1000).toFixed(0)} µs`,
+);
+console.log('the synchronous spawn() call alone (validation, first record, fork+exec), median:');
+console.log(`  without journal  ${median(calls.get(without)).toFixed(3)} ms`);
+console.log(`  with journal     ${median(calls.get(withJournal)).toFixed(3)} ms`);
+console.log(
+  `load average during the run: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} (2 cores, shared)`,
 );
