@@ -102,15 +102,21 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
         cgroupPath: record.cgroupPath,
         notes: [],
       };
-      if (await supervisorAlive(record)) return base;
-      return reapOne(record, base, {
-        table,
-        clock,
-        send: options.send,
-        graceMs: options.graceMs,
-        dryRun,
-        journal,
-      });
+      try {
+        if (await supervisorAlive(record)) return base;
+        return await reapOne(record, base, {
+          table,
+          clock,
+          send: options.send,
+          graceMs: options.graceMs,
+          dryRun,
+          journal,
+        });
+      } catch (error) {
+        // One record's failure must not cost the others their reap; the record stays for a retry.
+        const note = `reap failed: ${(error as Error)?.message ?? error}`;
+        return { ...base, action: 'incomplete' as const, notes: [note] };
+      }
     }),
   );
   return {

@@ -75,7 +75,18 @@ export class Supervisor {
     this.stateDir = options.stateDir ?? defaultStateDir();
     this.journal =
       options.journal === false ? null : new RunJournal(new Journal(this.stateDir), this.table, this.id);
-    if (options.reconcileOnStart) this.reconciled = this.reconcileOrphans();
+    if (options.reconcileOnStart) {
+      // Nobody may be awaiting it: it must never reject.
+      this.reconciled = this.reconcileOrphans().catch(
+        (error): ReapReport => ({
+          stateDir: this.stateDir,
+          dryRun: false,
+          runs: [],
+          skipped: [{ file: this.stateDir, problem: `reap failed: ${(error as Error)?.message ?? error}` }],
+          survivors: 0,
+        }),
+      );
+    }
   }
 
   /** Validates the spec (throws ProcwardenError on bad input, before anything starts) and starts it. */
