@@ -78,7 +78,10 @@ describe('reap after a supervisor crash', () => {
   it('a SIGKILLed host: reap ends every tree (escapee included) and empties the journal', async () => {
     const { host, stateDir, ready, pids } = await startRunsHost();
     console.info(`run c containment: cgroup ${ready.cgroup}`);
-    expect(journalFiles(stateDir).sort()).toEqual(ready.runs.map((id) => `${id}.json`).sort());
+    // Each run: the record written before its spawn, and the one with its pid.
+    expect(journalFiles(stateDir).sort()).toEqual(
+      ready.runs.flatMap((id) => [`${id}.json`, `${id}.pid.json`]).sort(),
+    );
     host.child.kill('SIGKILL');
     await host.exited;
     // The host is dead; its trees are not.
@@ -87,7 +90,7 @@ describe('reap after a supervisor crash', () => {
     const dry = await reap({ stateDir, dryRun: true });
     expect(dry.runs.map((r) => r.action)).toEqual(['would-reap', 'would-reap', 'would-reap']);
     expect([...pids.values()].every(alive)).toBe(true);
-    expect(journalFiles(stateDir)).toHaveLength(3);
+    expect(journalFiles(stateDir)).toHaveLength(6);
     const escapee = pids.get('b/daemon') as number;
     expect(dry.runs.flatMap((r) => r.members.map((m) => m.pid))).toContain(escapee);
 
@@ -107,7 +110,7 @@ describe('reap after a supervisor crash', () => {
     leaks.trackCookie(sup.id);
     const mine = sup.spawn({ argv: ['sleep', '300'] });
     leaks.track(mine.pid);
-    await waitFor(() => journalFiles(stateDir).length === 4, { what: 'four records' });
+    await waitFor(() => journalFiles(stateDir).length === 8, { what: 'four runs recorded' });
 
     // This process reaps while the host lives: the host's runs are not touched.
     const ours = await sup.reconcileOrphans({ graceMs: 300 });
@@ -118,7 +121,7 @@ describe('reap after a supervisor crash', () => {
     expect(theirs.runs.map((r) => r.action)).toEqual(Array(4).fill('supervisor-alive'));
     expect([...pids.values()].every(alive)).toBe(true);
     expect(mine.state).toBe('running');
-    expect(journalFiles(stateDir)).toHaveLength(4);
+    expect(journalFiles(stateDir)).toHaveLength(8);
 
     host.child.kill('SIGKILL');
     await host.exited;
@@ -173,13 +176,16 @@ describe('reap after a supervisor crash', () => {
     const dir = leaks.trackDir(makeTmp('pw-host-'));
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));
     const host = startHost('host-exit.mjs', [dir, stateDir]);
-    leaks.trackCookie(await host.line('ready'));
+    const id = await host.line('ready');
+    leaks.trackCookie(id);
     expect((await host.exited).code).toBe(0);
     const pids = readPids(dir);
     expect(pids.size).toBe(2);
     // Synchronous at exit: gone by the time the exit is seen, give or take the kernel's delivery.
     await waitFor(() => [...pids.values()].every((p) => !alive(p)), { timeoutMs: 2000, what: 'tree gone' });
-    expect(journalFiles(stateDir)).toHaveLength(1);
+    // The launch record at least: this host exits in the same tick as its spawn, before the
+    // record with the pid is written (the cookie covers that window).
+    expect(journalFiles(stateDir)).toContain(`${id}-1.json`);
 
     const sup = new Supervisor({ stateDir, reconcileOnStart: true });
     const report = (await sup.reconciled) as ReapReport;

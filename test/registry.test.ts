@@ -34,11 +34,10 @@ describe('registry', () => {
       endedAt: null,
       lastOutputAt: null,
     });
-    await waitFor(() => {
-      const file = join(stateDir, `${h.id}.json`);
-      return existsSync(file) && JSON.parse(readFileSync(file, 'utf8')).pidStart;
-    });
-    const record = JSON.parse(readFileSync(join(stateDir, `${h.id}.json`), 'utf8'));
+    await waitFor(() => existsSync(join(stateDir, `${h.id}.pid.json`)), { what: 'pid record' });
+    const before = JSON.parse(readFileSync(join(stateDir, `${h.id}.json`), 'utf8'));
+    expect(before).toMatchObject({ runId: h.id, pid: null, cookie: h.id, supervisorPid: process.pid });
+    const record = JSON.parse(readFileSync(join(stateDir, `${h.id}.pid.json`), 'utf8'));
     expect(record).toMatchObject({
       runId: h.id,
       pid: h.pid,
@@ -46,6 +45,7 @@ describe('registry', () => {
       cookie: h.id,
       supervisorPid: process.pid,
     });
+    expect(record.pidStart).toMatch(/^\d+$/);
     expect(record.supervisorStart).toMatch(/^\d+$/);
 
     h.cancel('enough');

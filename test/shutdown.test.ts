@@ -30,7 +30,7 @@ describe('shutdown', () => {
       timeoutMs: 30_000,
       what: '200 runs up',
     });
-    await waitFor(() => journalFiles(stateDir).length === 200, { what: '200 records' });
+    await waitFor(() => journalFiles(stateDir).length === 400, { what: '200 runs recorded' });
 
     const t0 = Date.now();
     const results = await sup.shutdown({ graceMs });
@@ -60,7 +60,7 @@ describe('shutdown', () => {
     const subs = ['1', '2', '3'].map((n) => leaks.trackDir(join(dir, n)));
     const pids = subs.map((d) => readPids(d).get('main') as number);
     expect(pids.every(alive)).toBe(true);
-    expect(journalFiles(stateDir)).toHaveLength(3);
+    expect(journalFiles(stateDir)).toHaveLength(6);
 
     host.child.kill('SIGTERM');
     const { code, signal } = await host.exited;

@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseRecord, type RunRecord, recordFileName } from './record.js';
+import { parseRecord, type RunRecord, recordFileNames } from './record.js';
 
 export interface JournalEntry {
   file: string;
@@ -15,8 +15,8 @@ export interface JournalProblem {
 const TMP = '.tmp';
 
 /**
- * One file per run in a directory. Writes are atomic (write a temporary file, then rename), so a
- * reader never sees half a record. No fsync: a record protects against the supervisor dying, and
+ * A directory of run records (one or two files per run, see recordFileNames). Writes are atomic
+ * (write a temporary file, then rename), so a reader never sees half a record. No fsync: a record protects against the supervisor dying, and
  * the processes it names do not survive a machine crash either.
  */
 export class Journal {
@@ -29,13 +29,17 @@ export class Journal {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       this.made = true;
     }
-    const path = join(this.dir, recordFileName(record.runId));
+    const names = recordFileNames(record.runId);
+    const path = join(this.dir, record.pid === null ? names.launch : names.pid);
     writeFileSync(path + TMP, JSON.stringify(record), { mode: 0o600 });
     renameSync(path + TMP, path);
   }
 
+  /** Removes every file of a run's record. */
   remove(runId: string): void {
-    removeFile(join(this.dir, recordFileName(runId)));
+    const names = recordFileNames(runId);
+    removeFile(join(this.dir, names.pid));
+    removeFile(join(this.dir, names.launch));
   }
 
   removeFile(file: string): void {
@@ -43,9 +47,9 @@ export class Journal {
   }
 
   /**
-   * Every record in the directory. Unreadable, corrupt or foreign files are reported and skipped,
-   * never fatal. A temporary file left by a writer that died mid-write is returned as a record of
-   * its own when it parses (it names a run that had not started yet, or repeats its record).
+   * Every record file in the directory (a run's files share its runId). Unreadable, corrupt or
+   * foreign files are reported and skipped, never fatal. A temporary file left by a writer that
+   * died mid-write is returned too when it parses: it names the same run as the others.
    */
   read(): { entries: JournalEntry[]; problems: JournalProblem[] } {
     const entries: JournalEntry[] = [];

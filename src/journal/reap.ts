@@ -185,7 +185,7 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   return result;
 }
 
-/** A record and the temporary file of an update in flight name the same run: one run, one reap. */
+/** A run's launch record, its pid record and any temporary file name the same run: one run, one reap. */
 function groupByRun(entries: JournalEntry[]): JournalEntry[][] {
   const byRun = new Map<string, JournalEntry[]>();
   for (const e of entries) {

@@ -25,8 +25,13 @@ export interface RunRecord {
 
 const RUN_ID = /^[A-Za-z0-9_.-]{1,200}$/;
 
-export function recordFileName(runId: string): string {
-  return `${runId}.json`;
+/**
+ * A run has up to two files: the record written before the spawn, and the one with its pid. Each
+ * goes to a new name, never over an existing file: on ext4 a rename that replaces a file forces the
+ * new data to disk first (auto_da_alloc), about 4 ms here against 0.1 ms for a fresh name.
+ */
+export function recordFileNames(runId: string): { launch: string; pid: string } {
+  return { launch: `${runId}.json`, pid: `${runId}.pid.json` };
 }
 
 /** Parses a record; returns why it is not one of ours instead of throwing. */
