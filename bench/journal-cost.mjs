@@ -1,6 +1,6 @@
 // What the journal costs the spawn path: median spawn+wait of /bin/true under a Supervisor without
 // the journal and with it (same process, interleaved rounds so machine noise hits both alike), and
-// the journal's own file operations alone (two atomic writes + one unlink per run).
+// the journal's own file operations alone (two atomic writes + two unlinks per run).
 // Usage: node bench/journal-cost.mjs [N=200]   (after npm run build)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -73,7 +73,7 @@ console.log(`spawn+wait /bin/true, median of ${n}:`);
 console.log(`  without journal  ${ma.toFixed(3)} ms`);
 console.log(`  with journal     ${mb.toFixed(3)} ms  (${(((mb - ma) / ma) * 100).toFixed(1)}%)`);
 console.log(
-  `journal file ops per run (2 atomic writes + unlink), median of 2000: ${(median(ops) * 1000).toFixed(0)} µs`,
+  `journal file ops per run (2 atomic writes to fresh names + 2 unlinks), median of 2000: ${(median(ops) * 1000).toFixed(0)} µs`,
 );
 console.log('the synchronous spawn() call alone (validation, first record, fork+exec), median:');
 console.log(`  without journal  ${median(calls.get(without)).toFixed(3)} ms`);
