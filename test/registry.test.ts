@@ -208,6 +208,32 @@ describe('scopes', () => {
     await old.result;
     expect(waiting.pid).toBeUndefined();
     expect(sup.get(waiting.id)?.state).toBe('exited');
+
+    // An AbortSignal fired while a run waits for its scope ends it as well, before the wait is over.
+    ready = false;
+    const old2 = sup.spawn({
+      argv: [fixture('trap-cleanup.sh'), dir],
+      scope: 'x',
+      output: { onData: (t) => (ready ||= t.includes('ready')) },
+    });
+    leaks.track(old2.pid);
+    await waitFor(() => ready);
+    const controller = new AbortController();
+    const aborted = sup.spawn({
+      argv: ['sleep', '300'],
+      scope: 'x',
+      replaceScope: true,
+      signal: controller.signal,
+    });
+    let oldSettled = false;
+    old2.result.then(() => {
+      oldSettled = true;
+    });
+    controller.abort('user went away');
+    expect(await aborted.result).toMatchObject({ reason: 'aborted', detail: 'user went away' });
+    expect(oldSettled).toBe(false);
+    await old2.result;
+    expect(aborted.pid).toBeUndefined();
     expect(journalFiles(stateDir)).toEqual([]);
   });
 });

@@ -78,6 +78,8 @@ export class ManagedRun implements RunHandle {
     });
     this.containment = this.hold.kind;
     this.output = new OutputCollector({ maxBytes: spec.maxBytes, onData: spec.onData, file: spec.file });
+    // From construction, not start: an abort while the run waits to start (replaceScope) ends it.
+    spec.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
   get pid(): number | undefined {
@@ -140,7 +142,6 @@ export class ManagedRun implements RunHandle {
       this.overallTimer = clock.setTimeout(() => this.stop('overall-timeout'), this.spec.timeoutMs);
     }
     if (this.spec.noOutputTimeoutMs > 0) this.armSilence(this.spec.noOutputTimeoutMs);
-    this.spec.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
   cancel(reason?: string): void {
