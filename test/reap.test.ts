@@ -204,7 +204,9 @@ describe('reap after a supervisor crash', () => {
     expect(report.runs[0]).toMatchObject({ action: 'reaped', members: [] });
     expect(report.runs[0]?.notes.join(' ')).toMatch(/not below a cgroup2 mount/);
     expect(alive(bystander.pid as number)).toBe(true);
+    const gone = new Promise((resolve) => bystander.once('exit', resolve));
     bystander.kill('SIGKILL');
+    await gone;
   });
 
   describe.skipIf(typeof cgroups !== 'string')(
