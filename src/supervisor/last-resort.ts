@@ -1,5 +1,4 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { CgroupRemains } from '../journal/index.js';
 import type { ManagedRun } from './managed-run.js';
 
 /**
@@ -12,14 +11,9 @@ import type { ManagedRun } from './managed-run.js';
 export function killLiveRunsNow(runs: readonly ManagedRun[]): void {
   for (const run of runs) {
     if (run.state === 'exited') continue;
-    const cgroup = run.cgroupPath;
-    if (cgroup) {
-      try {
-        writeFileSync(join(cgroup, 'cgroup.kill'), '1');
-      } catch {
-        // gone already, or a kernel without cgroup.kill: reap handles it from the journal
-      }
-    }
+    const cgroup = run.cgroupPath ? CgroupRemains.open(run.cgroupPath) : null;
+    // A cgroup that holds this process is never killed (what is left of it is reap's business).
+    if (cgroup && typeof cgroup !== 'string') cgroup.kill((pid) => pid <= 1 || pid === process.pid);
     const pid = run.pid;
     if (run.containment !== 'process-group' || pid === undefined || pid <= 1 || pid === process.pid) continue;
     try {
