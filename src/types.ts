@@ -149,4 +149,60 @@ export interface SupervisorOptions {
   clock?: Clock;
   /** Defaults for every spec this supervisor spawns. */
   defaults?: Partial<Pick<RunSpec, 'graceMs' | 'killSignal' | 'drainMs' | 'containment' | 'leftovers'>>;
+  /** How many exited runs `get` / `list` / `read` remember; the oldest are forgotten first. Default 2000. */
+  maxExited?: number;
+  /** Characters of combined output kept per run for `read`; the oldest are dropped first. Default 65536. */
+  logChars?: number;
+  /** Record every run on disk for crash recovery (`reap`). Default true. */
+  journal?: boolean;
+  /** Where records live. Default: PROCWARDEN_STATE_DIR, $XDG_STATE_HOME/procwarden, ~/.local/state/procwarden. */
+  stateDir?: string;
+  /** Reap the orphans of dead supervisors in the background when this one is created. Default false. */
+  reconcileOnStart?: boolean;
+}
+
+/** What the registry knows about one run, live or exited. */
+export interface RunInfo {
+  id: string;
+  command: string[];
+  pid: number | null;
+  /** The run's own process group; null when it has none (containment 'none', or a cgroup). */
+  pgid: number | null;
+  cgroupPath: string | null;
+  containment: UsedContainment;
+  state: RunState;
+  /** Why it is stopping or ended; null while it runs undisturbed. The first reason wins. */
+  reason: RunReason | null;
+  exitCode: number | null;
+  exitSignal: string | null;
+  scope: string | null;
+  /** Epoch milliseconds. */
+  startedAt: number;
+  endedAt: number | null;
+  lastOutputAt: number | null;
+}
+
+export interface RunFilter {
+  scope?: string;
+  state?: RunState | readonly RunState[];
+}
+
+/** A poll of a run: its state and the output since a cursor. */
+export interface RunRead {
+  id: string;
+  state: RunState;
+  reason: RunReason | null;
+  exitCode: number | null;
+  exitSignal: string | null;
+  /** Combined stdout and stderr (or the terminal) after `since`, as far as the bounded log kept it. */
+  text: string;
+  /** Pass as `since` next time. */
+  cursor: number;
+  /** Characters after `since` that were dropped from the log before this read (0: nothing missed). */
+  dropped: number;
+}
+
+export interface ShutdownOptions {
+  /** One grace window for every run: whatever is alive when it ends gets SIGKILL. Default: each run's own grace. */
+  graceMs?: number;
 }

@@ -17,6 +17,8 @@ export interface LaunchPlan {
  */
 export interface Containment extends KillTarget {
   readonly kind: UsedContainment;
+  /** The cgroup directory holding the run (cgroup containment only): journalled for crash recovery. */
+  readonly cgroupPath?: string;
   prepare(plan: LaunchPlan): LaunchPlan;
   /**
    * Called once the command has a pid, before anything can be signalled. `child` is the launcher's

@@ -41,6 +41,7 @@ export class ManagedRun implements RunHandle {
   private launched: Launched | undefined;
   private attached: Promise<void> = Promise.resolve();
   private status: RunState = 'starting';
+  private begun = false;
   private reason: RunReason | undefined;
   private detail: string | undefined;
   private exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -78,6 +79,8 @@ export class ManagedRun implements RunHandle {
     });
     this.containment = this.hold.kind;
     this.output = new OutputCollector({ maxBytes: spec.maxBytes, onData: spec.onData, file: spec.file });
+    // From construction, not start: an abort while the run waits to start (replaceScope) ends it.
+    spec.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
   get pid(): number | undefined {
@@ -96,7 +99,15 @@ export class ManagedRun implements RunHandle {
     return this.reason;
   }
 
+  /** Where the containment holds the run, when it is a cgroup. */
+  get cgroupPath(): string | undefined {
+    return this.hold.cgroupPath;
+  }
+
   start(): void {
+    // Stopped while it waited to start (replaceScope, shutdown): it never launches.
+    if (this.status === 'exited') return;
+    this.begun = true;
     if (this.spec.signal?.aborted) {
       this.reason = 'aborted';
       this.detail = abortDetail(this.spec.signal);
@@ -132,7 +143,6 @@ export class ManagedRun implements RunHandle {
       this.overallTimer = clock.setTimeout(() => this.stop('overall-timeout'), this.spec.timeoutMs);
     }
     if (this.spec.noOutputTimeoutMs > 0) this.armSilence(this.spec.noOutputTimeoutMs);
-    this.spec.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
   cancel(reason?: string): void {
@@ -170,6 +180,10 @@ export class ManagedRun implements RunHandle {
   }
 
   private beginTermination(signal: NodeJS.Signals): void {
+    if (!this.begun) {
+      this.finish(null);
+      return;
+    }
     if (this.termination || this.launched?.pid === undefined || this.spawnError) return;
     this.clearTimers();
     this.status = 'stopping';

@@ -1,11 +1,29 @@
 import { randomBytes } from 'node:crypto';
 import { type Clock, realClock } from '../clock.js';
+import { ProcwardenError } from '../errors.js';
+import { defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
 import { normalizeSpec } from '../spec/index.js';
-import { type ProcessTable, platformTable } from '../tree/index.js';
-import type { RunHandle, RunMode, RunResult, RunSpec, SupervisorOptions } from '../types.js';
+import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
+import type {
+  RunFilter,
+  RunHandle,
+  RunInfo,
+  RunMode,
+  RunRead,
+  RunResult,
+  RunSpec,
+  ShutdownOptions,
+  SupervisorOptions,
+} from '../types.js';
+import { RunJournal } from './journaling.js';
+import { killLiveRunsNow } from './last-resort.js';
 import { ManagedRun } from './managed-run.js';
+import { DEFAULT_MAX_EXITED, describe, type RegistryEntry, RunRegistry } from './registry.js';
+import { RunLog } from './run-log.js';
+import { cancelRuns } from './scopes.js';
+import { installSignalHandlers, type SignalHandlerOptions } from './signals.js';
 
 /** Seams for tests and other platforms; not part of the stable contract. */
 export interface SupervisorInternals {
@@ -14,53 +32,234 @@ export interface SupervisorInternals {
   launchers?: Partial<Record<RunMode, Launcher>>;
 }
 
-/** Owns runs: spawns them, knows which are live, and can stop them all. */
+const DEFAULT_LOG_CHARS = 65_536;
+
+/**
+ * Owns runs: spawns them, knows every one (live, and recently exited), groups them in scopes,
+ * journals them for crash recovery, and can stop them all.
+ */
 export class Supervisor {
   /** Unique on this machine: it prefixes run ids, which are also the runs' environment cookies. */
   readonly id = `pw${process.pid.toString(36)}${randomBytes(3).toString('hex')}`;
+  /** With `reconcileOnStart`: the report of the reap that ran when this supervisor was created. */
+  readonly reconciled: Promise<ReapReport> | undefined;
   private readonly clock: Clock;
   private readonly table: ProcessTable;
   private readonly send: SendSignal | undefined;
   private readonly launchers: Record<RunMode, Launcher>;
   private readonly defaults: SupervisorOptions['defaults'];
-  private readonly live = new Map<string, ManagedRun>();
+  private readonly registry: RunRegistry;
+  private readonly logChars: number;
+  private readonly journal: RunJournal | null;
+  private readonly stateDir: string;
+  private readonly onHostExit = () => killLiveRunsNow(this.registry.liveRuns());
+  private exitHookArmed = false;
+  private closing: Promise<RunResult[]> | undefined;
   private counter = 0;
 
   constructor(options: SupervisorOptions & SupervisorInternals = {}) {
     this.clock = options.clock ?? realClock;
-    this.table = options.table ?? platformTable();
+    this.table = options.table ?? new CoalescingTable(platformTable());
     this.send = options.send;
     this.defaults = options.defaults;
     this.launchers = { child: launchChild, pty: createPtyLauncher(), ...options.launchers };
+    this.registry = new RunRegistry(count(options.maxExited, 'maxExited', DEFAULT_MAX_EXITED));
+    this.logChars = count(options.logChars, 'logChars', DEFAULT_LOG_CHARS);
+    this.stateDir = options.stateDir ?? defaultStateDir();
+    this.journal =
+      options.journal === false ? null : new RunJournal(new Journal(this.stateDir), this.table, this.id);
+    if (options.reconcileOnStart) {
+      // Nobody may be awaiting it: it must never reject.
+      this.reconciled = this.reconcileOrphans().catch(
+        (error): ReapReport => ({
+          stateDir: this.stateDir,
+          dryRun: false,
+          runs: [],
+          skipped: [{ file: this.stateDir, problem: `reap failed: ${(error as Error)?.message ?? error}` }],
+          survivors: 0,
+        }),
+      );
+    }
   }
 
   /** Validates the spec (throws ProcwardenError on bad input, before anything starts) and starts it. */
   spawn(spec: RunSpec): RunHandle {
+    if (this.closing) {
+      throw new ProcwardenError(
+        'SUPERVISOR_CLOSED',
+        'this supervisor has shut down and starts no more runs; create a new Supervisor.',
+      );
+    }
     const id = `${this.id}-${++this.counter}`;
     const normal = normalizeSpec(spec, id, this.defaults);
     const launcher = this.launchers[normal.mode];
     launcher.preflight?.();
+    const log = new RunLog(this.logChars);
+    const userOnData = normal.onData;
+    normal.onData = (text, stream) => {
+      log.push(text);
+      userOnData?.(text, stream);
+    };
     const run = new ManagedRun(id, normal, {
       clock: this.clock,
       table: this.table,
       send: this.send,
       launcher,
-      onSettled: (r: ManagedRun, _result: RunResult) => this.live.delete(r.id),
+      onSettled: (r: ManagedRun, result: RunResult) => this.settled(r, result),
     });
-    this.live.set(id, run);
-    run.start();
+    const entry: RegistryEntry = { run, log, scope: normal.scope ?? null, result: null, endedAt: null };
+    const earlier =
+      normal.scope !== undefined && normal.replaceScope ? this.registry.liveInScope(normal.scope) : [];
+    this.registry.add(entry);
+    this.armExitHook();
+    if (earlier.length === 0) this.launch(run);
+    else {
+      // The new run stays 'starting' until the trees it replaces are extinct.
+      const launch = () => this.launch(run);
+      cancelRuns(earlier, `replaced by ${id}`).then(launch, launch);
+    }
     return run;
+  }
+
+  /** What the registry knows of a run (live, or among the most recent exited); undefined if none. */
+  get(id: string): RunInfo | undefined {
+    const entry = this.registry.entry(id);
+    return entry && describe(entry);
+  }
+
+  /** The live handle of a run, to cancel, kill or write to it; undefined once it is forgotten. */
+  handle(id: string): RunHandle | undefined {
+    return this.registry.entry(id)?.run;
+  }
+
+  /** Runs known to this supervisor, oldest first, optionally of one scope and/or in given states. */
+  list(filter?: RunFilter): RunInfo[] {
+    return this.registry.list(filter);
   }
 
   /** Runs that have not settled yet. */
   running(): RunHandle[] {
-    return [...this.live.values()];
+    return this.registry.liveRuns();
+  }
+
+  /**
+   * Polls a run: its state, and its output after `since` (a cursor from the previous read; 0 or
+   * omitted: from the start). When the bounded log dropped output the caller had not seen,
+   * `dropped` says how many characters.
+   */
+  read(id: string, options: { since?: number } = {}): RunRead {
+    const entry = this.registry.entry(id);
+    if (!entry) {
+      throw new ProcwardenError(
+        'UNKNOWN_RUN',
+        `no run ${JSON.stringify(id)} in this supervisor; it never existed or was forgotten (see maxExited).`,
+      );
+    }
+    const info = describe(entry);
+    return {
+      id,
+      state: info.state,
+      reason: info.reason,
+      exitCode: info.exitCode,
+      exitSignal: info.exitSignal,
+      ...entry.log.read(options.since ?? 0),
+    };
+  }
+
+  /** Cancels a scope's live runs and resolves when their trees are extinct. */
+  cancelScope(scope: string, reason = 'cancelScope'): Promise<RunResult[]> {
+    return cancelRuns(this.registry.liveInScope(scope), reason);
   }
 
   /** Cancels every live run gracefully and resolves when all have settled. */
   async cancelAll(reason = 'cancelAll'): Promise<RunResult[]> {
-    const runs = [...this.live.values()];
-    for (const run of runs) run.cancel(reason);
-    return Promise.all(runs.map((r) => r.result));
+    return cancelRuns(this.registry.liveRuns(), reason);
   }
+
+  /** Ends every grace in progress and SIGKILLs every live tree now. */
+  killAll(): void {
+    for (const run of this.registry.liveRuns()) run.kill();
+  }
+
+  /**
+   * Stops every run at once (reason 'shutdown'), each tree-wide and in parallel, and resolves when
+   * all are extinct. With `graceMs`, that one window bounds every run's grace. Afterwards `spawn`
+   * throws SUPERVISOR_CLOSED. Calling it again returns the same promise.
+   */
+  shutdown(options: ShutdownOptions = {}): Promise<RunResult[]> {
+    this.closing ??= this.stopEverything(options);
+    return this.closing;
+  }
+
+  /**
+   * Opt-in: SIGINT / SIGTERM to this process run `shutdown`, then the process exits with 128 + N.
+   * Returns a function that removes the handlers.
+   */
+  installSignalHandlers(options: SignalHandlerOptions = {}): () => void {
+    return installSignalHandlers(this, options);
+  }
+
+  /** Reaps the orphans of dead supervisors journalled in this supervisor's state directory. */
+  reconcileOrphans(options: { dryRun?: boolean; graceMs?: number } = {}): Promise<ReapReport> {
+    return reap({
+      ...options,
+      stateDir: this.stateDir,
+      table: this.table,
+      send: this.send,
+      clock: this.clock,
+    });
+  }
+
+  /** Journal writes that failed (those runs have no crash recovery); empty when all went well. */
+  get journalProblems(): readonly string[] {
+    return this.journal?.problems ?? [];
+  }
+
+  private launch(run: ManagedRun): void {
+    if (run.state === 'exited') return; // cancelled while it waited for its scope
+    this.journal?.begin(run);
+    run.start();
+    this.journal?.launched(run);
+  }
+
+  private settled(run: ManagedRun, result: RunResult): void {
+    if (!this.registry.finalize(run.id, result)) return;
+    this.journal?.end(run, result);
+    if (this.registry.liveCount() === 0) this.disarmExitHook();
+  }
+
+  private async stopEverything({ graceMs }: ShutdownOptions): Promise<RunResult[]> {
+    const runs = this.registry.liveRuns();
+    for (const run of runs) run.stop('shutdown', 'supervisor shutdown');
+    const deadline =
+      graceMs === undefined
+        ? undefined
+        : this.clock.setTimeout(() => {
+            for (const run of runs) run.kill();
+          }, graceMs);
+    const results = await Promise.all(runs.map((r) => r.result));
+    if (deadline !== undefined) this.clock.clearTimeout(deadline);
+    return results;
+  }
+
+  /** A process 'exit' listener only while runs are live: many idle supervisors cost nothing. */
+  private armExitHook(): void {
+    if (this.exitHookArmed) return;
+    this.exitHookArmed = true;
+    process.on('exit', this.onHostExit);
+  }
+
+  private disarmExitHook(): void {
+    if (!this.exitHookArmed) return;
+    this.exitHookArmed = false;
+    process.off('exit', this.onHostExit);
+  }
+}
+
+function count(value: number | undefined, what: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0) {
+    throw new ProcwardenError('INVALID_OPTION', `${what} must be a whole number ≥ 0, got ${String(value)}.`);
+  }
+  return value;
 }

@@ -2,6 +2,7 @@ import { ProcfsTable } from './procfs.js';
 import type { ProcessTable } from './types.js';
 import { WindowsTable } from './windows.js';
 
+export { type BatchEnvTable, CoalescingTable } from './coalescing.js';
 export { ProcfsTable, parseStat } from './procfs.js';
 export { ancestorsOf, descendantsOf } from './relations.js';
 export { type CommandResult, type CommandRunner, execRunner } from './runner.js';

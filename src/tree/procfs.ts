@@ -56,6 +56,36 @@ export class ProcfsTable implements ProcessTable {
     }
     return found;
   }
+
+  /**
+   * One pass over every environment for many values of one variable: which pids hold each value.
+   * What a batch of runs ending at once needs instead of one full pass per run.
+   */
+  async findByEnvValues(name: string, values: ReadonlySet<string>): Promise<Map<string, number[]>> {
+    const prefix = Buffer.from(`${name}=`);
+    const found = new Map<string, number[]>();
+    for (const entry of readdirSync(this.root)) {
+      const code = entry.charCodeAt(0);
+      if (code < 48 || code > 57) continue;
+      let env: Buffer;
+      try {
+        env = readFileSync(`${this.root}/${entry}/environ`);
+      } catch {
+        continue; // gone, or not ours to read
+      }
+      for (let at = env.indexOf(prefix); at >= 0; at = env.indexOf(prefix, at + 1)) {
+        if (at > 0 && env[at - 1] !== 0) continue;
+        const end = env.indexOf(0, at);
+        const value = env.toString('utf8', at + prefix.length, end < 0 ? env.length : end);
+        if (!values.has(value)) continue;
+        const list = found.get(value);
+        if (list) list.push(Number(entry));
+        else found.set(value, [Number(entry)]);
+        break;
+      }
+    }
+    return found;
+  }
 }
 
 function hasEntry(env: Buffer, needle: Buffer): boolean {

@@ -1,0 +1,97 @@
+import { readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join, normalize } from 'node:path';
+
+/**
+ * What is left of a dead run's cgroup (Linux cgroup v2): its processes, cgroup.kill, removal.
+ * The path comes from a file on disk, so it is only trusted when it sits strictly below a cgroup2
+ * mount point; cgroup.kill is refused when a protected process (us, an ancestor) is inside.
+ */
+export class CgroupRemains {
+  private constructor(readonly path: string) {}
+
+  /** Null (with the reason) when the path is not a cgroup directory we may act on. */
+  static open(path: string, mountinfo = '/proc/self/mountinfo'): CgroupRemains | string {
+    if (normalize(path) !== path || !path.startsWith('/')) return `cgroup path ${path} is not normalised`;
+    const mounts = cgroup2Mounts(mountinfo);
+    if (!mounts.some((m) => path.startsWith(`${m}/`)))
+      return `cgroup path ${path} is not below a cgroup2 mount`;
+    return new CgroupRemains(path);
+  }
+
+  /** Pids in the cgroup and its descendants; empty once the directory is gone. */
+  pids(): number[] {
+    const out: number[] = [];
+    const walk = (dir: string) => {
+      try {
+        for (const line of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n')) {
+          const pid = Number(line);
+          if (pid > 0) out.push(pid);
+        }
+        for (const d of readdirSync(dir, { withFileTypes: true }))
+          if (d.isDirectory()) walk(join(dir, d.name));
+      } catch {
+        // removed while we read it
+      }
+    };
+    walk(this.path);
+    return out;
+  }
+
+  /** SIGKILLs the whole cgroup at once; returns why it did not, if it did not. */
+  kill(forbidden: (pid: number) => boolean): string | null {
+    const bad = this.pids().filter(forbidden);
+    if (bad.length > 0)
+      return `refused cgroup.kill on ${this.path}: it holds protected pid(s) ${bad.join(', ')}`;
+    try {
+      writeFileSync(join(this.path, 'cgroup.kill'), '1');
+      return null;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      return code === 'ENOENT' ? null : `cgroup.kill on ${this.path} failed: ${code ?? error}`;
+    }
+  }
+
+  /** Removes the (empty) cgroup and its empty children, deepest first; returns what went wrong. */
+  remove(): string | null {
+    const rm = (dir: string): string | null => {
+      let subs: string[] = [];
+      try {
+        subs = readdirSync(dir, { withFileTypes: true })
+          .filter((d) => d.isDirectory())
+          .map((d) => join(dir, d.name));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      }
+      for (const s of subs) {
+        const problem = rm(s);
+        if (problem) return problem;
+      }
+      try {
+        rmdirSync(dir);
+        return null;
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        return code === 'ENOENT' ? null : `could not remove cgroup ${dir}: ${code ?? error}`;
+      }
+    };
+    return rm(this.path);
+  }
+}
+
+/** Mount points of cgroup2 file systems (field 5 of mountinfo; fstype follows the " - "). */
+function cgroup2Mounts(mountinfo: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(mountinfo, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (!left || !right || right.split(' ')[0] !== 'cgroup2') continue;
+    const point = left.split(' ')[4];
+    if (point) out.push(point.replace(/\\040/g, ' '));
+  }
+  return out;
+}

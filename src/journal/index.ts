@@ -1,0 +1,5 @@
+export { CgroupRemains } from './cgroup-remains.js';
+export { Journal, type JournalEntry, type JournalProblem } from './journal.js';
+export { type ReapAction, type ReapedRun, type ReapOptions, type ReapReport, reap } from './reap.js';
+export { parseRecord, RECORD_FORMAT, type RunRecord } from './record.js';
+export { defaultStateDir } from './state-dir.js';

@@ -1,0 +1,74 @@
+/** The on-disk shape of one run's ownership record. `format` tells our files from foreign ones. */
+export const RECORD_FORMAT = 'procwarden.run/1';
+
+export interface RunRecord {
+  format: typeof RECORD_FORMAT;
+  supervisorId: string;
+  supervisorPid: number;
+  /** Opaque start time of the supervisor process; null when it could not be read yet. */
+  supervisorStart: string | null;
+  runId: string;
+  /** Null until the command has been launched: the record is written before the spawn. */
+  pid: number | null;
+  pidStart: string | null;
+  /** The run's own process group (process-group containment), null when it has none. */
+  pgid: number | null;
+  /** Value of PROCWARDEN_RUN in the run's environment, null when the cookie is off. */
+  cookie: string | null;
+  cgroupPath: string | null;
+  /** Epoch milliseconds. */
+  startedAt: number;
+  killSignal: string;
+  graceMs: number;
+  command: string;
+}
+
+const RUN_ID = /^[A-Za-z0-9_.-]{1,200}$/;
+
+/**
+ * A run has up to two files: the record written before the spawn, and the one with its pid. Each
+ * goes to a new name, never over an existing file: on ext4 a rename that replaces a file forces the
+ * new data to disk first (auto_da_alloc), about 4 ms here against 0.1 ms for a fresh name.
+ */
+export function recordFileNames(runId: string): { launch: string; pid: string } {
+  return { launch: `${runId}.json`, pid: `${runId}.pid.json` };
+}
+
+/** Parses a record; returns why it is not one of ours instead of throwing. */
+export function parseRecord(text: string): RunRecord | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return 'not valid JSON';
+  }
+  if (typeof value !== 'object' || value === null) return 'not a JSON object';
+  const r = value as Record<string, unknown>;
+  if (r.format !== RECORD_FORMAT) return `unknown format ${JSON.stringify(r.format)}`;
+  const problems: string[] = [];
+  const int = (k: string, nullable: boolean) => {
+    const v = r[k];
+    if (nullable && v === null) return;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) problems.push(k);
+  };
+  const str = (k: string, nullable: boolean) => {
+    const v = r[k];
+    if (nullable && v === null) return;
+    if (typeof v !== 'string' || v === '') problems.push(k);
+  };
+  int('supervisorPid', false);
+  int('pid', true);
+  int('pgid', true);
+  int('startedAt', false);
+  str('supervisorId', false);
+  str('supervisorStart', true);
+  str('pidStart', true);
+  str('cookie', true);
+  str('cgroupPath', true);
+  str('killSignal', false);
+  str('command', false);
+  if (typeof r.runId !== 'string' || !RUN_ID.test(r.runId)) problems.push('runId');
+  if (typeof r.graceMs !== 'number' || !(r.graceMs >= 0)) problems.push('graceMs');
+  if (problems.length > 0) return `invalid field(s): ${problems.join(', ')}`;
+  return r as unknown as RunRecord;
+}

@@ -1,0 +1,118 @@
+import type { Journal, RunRecord } from '../journal/index.js';
+import type { ProcessTable } from '../tree/index.js';
+import type { RunResult } from '../types.js';
+import type { ManagedRun } from './managed-run.js';
+
+interface Tracked {
+  record: RunRecord;
+  done: boolean;
+}
+
+const MAX_PROBLEMS = 50;
+
+/**
+ * Keeps a supervisor's runs on disk: a record before the spawn (the cookie is known, the pid not
+ * yet), the same record with pid, start time and group right after, removal once the tree is
+ * extinct. A write that fails costs that run its crash recovery, never its start.
+ */
+export class RunJournal {
+  readonly problems: string[] = [];
+  private selfStart: string | null = null;
+  private readonly tracked = new Map<string, Tracked>();
+
+  constructor(
+    private readonly journal: Journal,
+    private readonly table: ProcessTable,
+    private readonly supervisorId: string,
+  ) {
+    table.get(process.pid).then(
+      (info) => {
+        this.selfStart = info?.startTime ?? null;
+      },
+      () => {},
+    );
+  }
+
+  get dir(): string {
+    return this.journal.dir;
+  }
+
+  /** Before the spawn. */
+  begin(run: ManagedRun): void {
+    const record: RunRecord = {
+      format: 'procwarden.run/1',
+      supervisorId: this.supervisorId,
+      supervisorPid: process.pid,
+      supervisorStart: this.selfStart,
+      runId: run.id,
+      pid: null,
+      pidStart: null,
+      pgid: null,
+      cookie: run.spec.cookie,
+      cgroupPath: run.cgroupPath ?? null,
+      startedAt: run.startedAt,
+      killSignal: run.spec.killSignal,
+      graceMs: run.spec.graceMs,
+      command: run.spec.argv.join(' ').slice(0, 200),
+    };
+    if (this.write(record)) this.tracked.set(run.id, { record, done: false });
+  }
+
+  /**
+   * Right after the spawn returned. The identity is read in the same tick: the child cannot have
+   * been reaped yet, so its pid still names it even if it already exited.
+   */
+  launched(run: ManagedRun): void {
+    const t = this.tracked.get(run.id);
+    const pid = run.pid;
+    if (!t || pid === undefined) return;
+    this.table.get(pid).then(
+      (info) => {
+        if (t.done) return;
+        t.record = {
+          ...t.record,
+          supervisorStart: this.selfStart,
+          pid,
+          pidStart: info?.startTime ?? null,
+          pgid: run.containment === 'process-group' ? pid : null,
+          cgroupPath: run.cgroupPath ?? null,
+        };
+        this.write(t.record);
+      },
+      () => {},
+    );
+  }
+
+  /** The run settled: its record goes, unless members escaped even SIGKILL (a later reap retries). */
+  end(run: ManagedRun, result: RunResult): void {
+    const t = this.tracked.get(run.id);
+    if (!t) return;
+    t.done = true;
+    this.tracked.delete(run.id);
+    if (result.tree.escaped > 0) {
+      this.note(`run ${run.id}: ${result.tree.escaped} member(s) escaped; its record is kept for reap`);
+      return;
+    }
+    try {
+      this.journal.remove(run.id);
+    } catch (error) {
+      this.note(`run ${run.id}: record not removed: ${(error as NodeJS.ErrnoException).code ?? error}`);
+    }
+  }
+
+  private write(record: RunRecord): boolean {
+    try {
+      this.journal.write(record);
+      return true;
+    } catch (error) {
+      this.note(
+        `run ${record.runId}: not journalled (${(error as NodeJS.ErrnoException).code ?? error}) in ${this.journal.dir}`,
+      );
+      return false;
+    }
+  }
+
+  private note(text: string): void {
+    if (this.problems.length < MAX_PROBLEMS) this.problems.push(text);
+  }
+}

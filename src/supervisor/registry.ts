@@ -1,0 +1,94 @@
+import type { RunFilter, RunInfo, RunResult } from '../types.js';
+import type { ManagedRun } from './managed-run.js';
+import type { RunLog } from './run-log.js';
+
+export interface RegistryEntry {
+  readonly run: ManagedRun;
+  readonly log: RunLog;
+  readonly scope: string | null;
+  result: RunResult | null;
+  endedAt: number | null;
+}
+
+export const DEFAULT_MAX_EXITED = 2000;
+
+/**
+ * Every run a supervisor knows: live ones until they settle, then exited ones up to a cap (the
+ * oldest exited are forgotten first). Finalisation happens once; a second one changes nothing.
+ */
+export class RunRegistry {
+  private readonly live = new Map<string, RegistryEntry>();
+  private readonly exited = new Map<string, RegistryEntry>();
+
+  constructor(private readonly maxExited: number) {}
+
+  add(entry: RegistryEntry): void {
+    this.live.set(entry.run.id, entry);
+  }
+
+  /** Moves a run to the exited records; returns false when it was already final. */
+  finalize(id: string, result: RunResult): boolean {
+    const entry = this.live.get(id);
+    if (!entry) return false;
+    this.live.delete(id);
+    entry.result = result;
+    entry.endedAt = Date.now();
+    if (this.maxExited > 0) this.exited.set(id, entry);
+    while (this.exited.size > this.maxExited) {
+      const oldest = this.exited.keys().next().value as string;
+      this.exited.delete(oldest);
+    }
+    return true;
+  }
+
+  entry(id: string): RegistryEntry | undefined {
+    return this.live.get(id) ?? this.exited.get(id);
+  }
+
+  liveRuns(): ManagedRun[] {
+    return [...this.live.values()].map((e) => e.run);
+  }
+
+  liveCount(): number {
+    return this.live.size;
+  }
+
+  liveInScope(scope: string): ManagedRun[] {
+    return [...this.live.values()].filter((e) => e.scope === scope).map((e) => e.run);
+  }
+
+  list(filter: RunFilter = {}): RunInfo[] {
+    const states = filter.state === undefined ? null : ([] as string[]).concat(filter.state);
+    const out: RunInfo[] = [];
+    for (const map of [this.exited, this.live]) {
+      for (const e of map.values()) {
+        if (filter.scope !== undefined && e.scope !== filter.scope) continue;
+        const info = describe(e);
+        if (states && !states.includes(info.state)) continue;
+        out.push(info);
+      }
+    }
+    return out.sort((a, b) => a.startedAt - b.startedAt);
+  }
+}
+
+export function describe(e: RegistryEntry): RunInfo {
+  const { run, result } = e;
+  return {
+    id: run.id,
+    command: [...run.spec.argv],
+    pid: run.pid ?? null,
+    pgid: run.containment === 'process-group' ? (run.pid ?? null) : null,
+    cgroupPath: run.cgroupPath ?? null,
+    containment: run.containment,
+    // Until the registry has the result, the run counts as stopping (its release is in flight).
+    state: result ? 'exited' : run.state === 'exited' ? 'stopping' : run.state,
+    reason: result?.reason ?? run.stopReason ?? null,
+    exitCode: result?.exitCode ?? null,
+    exitSignal: result?.exitSignal ?? null,
+    scope: e.scope,
+    startedAt: run.startedAt,
+    endedAt: e.endedAt,
+    lastOutputAt: run.lastOutputAt,
+  };
+}

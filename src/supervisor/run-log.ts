@@ -1,0 +1,57 @@
+export interface LogSlice {
+  text: string;
+  /** Pass as `since` next time to get only what came after. */
+  cursor: number;
+  /** Characters between `since` and the start of `text` that were dropped to bound the log. */
+  dropped: number;
+}
+
+/**
+ * A run's combined output for polling, bounded in characters: the oldest output is dropped first.
+ * Cursors count characters since the run started, so they stay valid while the front is dropped.
+ */
+export class RunLog {
+  private chunks: string[] = [];
+  private size = 0;
+  private start = 0;
+
+  constructor(private readonly maxChars: number) {}
+
+  push(text: string): void {
+    if (this.maxChars <= 0) {
+      this.start += text.length;
+      return;
+    }
+    this.chunks.push(text);
+    this.size += text.length;
+    while (this.size > this.maxChars) {
+      const first = this.chunks[0] as string;
+      const excess = this.size - this.maxChars;
+      if (first.length <= excess) {
+        this.chunks.shift();
+        this.size -= first.length;
+        this.start += first.length;
+      } else {
+        // Never keep half of a surrogate pair at the front.
+        let cut = excess;
+        const code = first.charCodeAt(cut);
+        if (code >= 0xdc00 && code <= 0xdfff) cut++;
+        this.chunks[0] = first.slice(cut);
+        this.size -= cut;
+        this.start += cut;
+      }
+    }
+  }
+
+  /** Everything after `since` that is still kept (a negative or missing cursor means from the start). */
+  read(since = 0): LogSlice {
+    const end = this.start + this.size;
+    const from = Math.min(Math.max(since, this.start), end);
+    const dropped = Math.max(0, this.start - Math.max(since, 0));
+    const all = this.chunks.join('');
+    // Reads are far rarer than pushes: keep the joined form for the next one.
+    if (this.chunks.length > 1) this.chunks = [all];
+    const text = all.slice(from - this.start);
+    return { text, cursor: end, dropped };
+  }
+}

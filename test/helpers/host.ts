@@ -1,0 +1,46 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { fixture, waitFor } from './procs.js';
+
+/** A host script (a Node process using the built library) and the lines it printed. */
+export interface Host {
+  child: ChildProcess;
+  lines: string[];
+  /** Resolves with the rest of the first line starting with `prefix `. */
+  line(prefix: string, timeoutMs?: number): Promise<string>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function startHost(script: string, args: string[]): Host {
+  const child = spawn(process.execPath, [fixture(script), ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  let buffer = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString('utf8');
+    const parts = buffer.split('\n');
+    buffer = parts.pop() ?? '';
+    lines.push(...parts);
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    lines,
+    exited,
+    line: (prefix, timeoutMs = 20_000) =>
+      waitFor(() => lines.find((l) => l.startsWith(`${prefix} `))?.slice(prefix.length + 1), {
+        timeoutMs,
+        what: `host line "${prefix}"`,
+      }),
+  };
+}
+
+/** The journal's files (records, temporaries, anything else). */
+export function journalFiles(stateDir: string): string[] {
+  try {
+    return readdirSync(stateDir);
+  } catch {
+    return [];
+  }
+}

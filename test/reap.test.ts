@@ -1,0 +1,268 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ReapReport, reap, Supervisor } from '../src/index.js';
+import { journalFiles, startHost } from './helpers/host.js';
+import { alive, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+/** A record as a supervisor writes it; `supervisorStart` that is not ours makes its supervisor dead. */
+function deadRecord(runId: string, fields: Record<string, unknown>) {
+  return JSON.stringify({
+    format: 'procwarden.run/1',
+    supervisorId: 'pwtestdead',
+    supervisorPid: process.pid,
+    supervisorStart: 'not-a-start-time',
+    runId,
+    pid: null,
+    pidStart: null,
+    pgid: null,
+    cookie: null,
+    cgroupPath: null,
+    startedAt: Date.now(),
+    killSignal: 'SIGTERM',
+    graceMs: 1000,
+    command: 'test',
+    ...fields,
+  });
+}
+
+/** A writable cgroup v2 directory for this test file, or why there is none. */
+function cgroupRoot(): string | { why: string } {
+  const line = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .find((l) => l.split(' - ')[1]?.startsWith('cgroup2 '));
+  const mount = line?.split(' ')[4];
+  if (!mount) return { why: 'no cgroup v2 hierarchy is mounted' };
+  const probe = join(mount, `pw-reap-probe-${process.pid}`);
+  try {
+    mkdirSync(probe);
+    rmdirSync(probe);
+    return mount;
+  } catch (error) {
+    return { why: `cannot create a cgroup under ${mount}: ${(error as NodeJS.ErrnoException).code}` };
+  }
+}
+const cgroups = cgroupRoot();
+
+/** The pids a host's runs wrote, by "<run dir>/<name>", each dir tracked by the leak guard. */
+function hostPids(dir: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const sub of readdirSync(dir)) {
+    leaks.trackDir(join(dir, sub));
+    for (const [name, pid] of readPids(join(dir, sub))) out.set(`${sub}/${name}`, pid);
+  }
+  return out;
+}
+
+async function startRunsHost() {
+  const dir = makeTmp('pw-host-');
+  const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+  const host = startHost('host-runs.mjs', [dir, stateDir]);
+  leaks.track(host.child.pid);
+  const ready = JSON.parse(await host.line('ready')) as {
+    supervisorId: string;
+    runs: string[];
+    cgroup: string;
+  };
+  leaks.trackCookie(ready.supervisorId);
+  const pids = hostPids(dir);
+  leaks.trackDir(dir);
+  return { host, dir, stateDir, ready, pids };
+}
+
+describe('reap after a supervisor crash', () => {
+  it('a SIGKILLed host: reap ends every tree (escapee included) and empties the journal', async () => {
+    const { host, stateDir, ready, pids } = await startRunsHost();
+    console.info(`run c containment: cgroup ${ready.cgroup}`);
+    // Each run: the record written before its spawn, and the one with its pid.
+    expect(journalFiles(stateDir).sort()).toEqual(
+      ready.runs.flatMap((id) => [`${id}.json`, `${id}.pid.json`]).sort(),
+    );
+    host.child.kill('SIGKILL');
+    await host.exited;
+    // The host is dead; its trees are not.
+    expect([...pids.values()].every(alive)).toBe(true);
+
+    const dry = await reap({ stateDir, dryRun: true });
+    expect(dry.runs.map((r) => r.action)).toEqual(['would-reap', 'would-reap', 'would-reap']);
+    expect([...pids.values()].every(alive)).toBe(true);
+    expect(journalFiles(stateDir)).toHaveLength(6);
+    const escapee = pids.get('b/daemon') as number;
+    expect(dry.runs.flatMap((r) => r.members.map((m) => m.pid))).toContain(escapee);
+
+    const report = await reap({ stateDir, graceMs: 300 });
+    expect(report.runs.map((r) => r.action)).toEqual(['reaped', 'reaped', 'reaped']);
+    expect(report.survivors).toBe(0);
+    expect(report.skipped).toEqual([]);
+    // The stubborn members ignored SIGTERM: the grace ended in SIGKILL for them only.
+    expect(report.runs.reduce((n, r) => n + r.killed, 0)).toBeGreaterThanOrEqual(2);
+    expect([...pids.entries()].filter(([, pid]) => alive(pid))).toEqual([]);
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('two live supervisors never reap each other', async () => {
+    const { host, stateDir, pids } = await startRunsHost();
+    const sup = new Supervisor({ stateDir });
+    leaks.trackCookie(sup.id);
+    const mine = sup.spawn({ argv: ['sleep', '300'] });
+    leaks.track(mine.pid);
+    await waitFor(() => journalFiles(stateDir).length === 8, { what: 'four runs recorded' });
+
+    // This process reaps while the host lives: the host's runs are not touched.
+    const ours = await sup.reconcileOrphans({ graceMs: 300 });
+    expect(ours.runs.map((r) => r.action)).toEqual(Array(4).fill('supervisor-alive'));
+    // The host reaps while we live: our run is not touched.
+    host.child.stdin?.write('reconcile\n');
+    const theirs = JSON.parse(await host.line('reconciled')) as ReapReport;
+    expect(theirs.runs.map((r) => r.action)).toEqual(Array(4).fill('supervisor-alive'));
+    expect([...pids.values()].every(alive)).toBe(true);
+    expect(mine.state).toBe('running');
+    expect(journalFiles(stateDir)).toHaveLength(8);
+
+    host.child.kill('SIGKILL');
+    await host.exited;
+    const after = await sup.reconcileOrphans({ graceMs: 300 });
+    expect(after.runs.filter((r) => r.action === 'reaped')).toHaveLength(3);
+    expect(after.runs.filter((r) => r.action === 'supervisor-alive').map((r) => r.runId)).toEqual([mine.id]);
+    expect([...pids.values()].filter(alive)).toEqual([]);
+    mine.cancel();
+    expect((await mine.result).reason).toBe('cancelled');
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('corrupt and foreign files are reported and left alone; a valid record is still reaped', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    writeFileSync(join(stateDir, 'broken.json'), '{"format": "procwarden.run/1", "runId": ');
+    writeFileSync(join(stateDir, 'other.json'), JSON.stringify({ format: 'someone-else/3', pid: 1 }));
+    writeFileSync(join(stateDir, 'bad-fields.json'), JSON.stringify({ format: 'procwarden.run/1', pid: -4 }));
+    writeFileSync(join(stateDir, 'notes.txt'), 'hello');
+    // A record written before its spawn (no pid yet) by a supervisor that is dead: our pid with a
+    // start time that is not ours. Only the cookie can find its command.
+    const cookie = `pwtestdead${process.pid}-1`;
+    const orphan = spawn('sleep', ['300'], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, PROCWARDEN_RUN: cookie },
+    });
+    leaks.track(orphan.pid);
+    await waitFor(() => startTime(orphan.pid as number), { what: 'orphan started' });
+    writeFileSync(join(stateDir, `${cookie}.json`), deadRecord(cookie, { cookie, command: 'sleep 300' }));
+
+    const report = await reap({ stateDir });
+    expect(report.skipped.map((s) => s.file).sort()).toEqual([
+      'bad-fields.json',
+      'broken.json',
+      'notes.txt',
+      'other.json',
+    ]);
+    expect(report.skipped.find((s) => s.file === 'bad-fields.json')?.problem).toMatch(/pid/);
+    expect(report.runs).toHaveLength(1);
+    expect(report.runs[0]?.action).toBe('reaped');
+    expect(report.runs[0]?.members.map((m) => m.pid)).toEqual([orphan.pid]);
+    await waitFor(() => !alive(orphan.pid as number), { what: 'orphan gone' });
+    expect(journalFiles(stateDir).sort()).toEqual([
+      'bad-fields.json',
+      'broken.json',
+      'notes.txt',
+      'other.json',
+    ]);
+  });
+
+  it('a host that exits with live runs: the exit hook SIGKILLs their group; reconcileOnStart clears the records', async () => {
+    const dir = leaks.trackDir(makeTmp('pw-host-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const host = startHost('host-exit.mjs', [dir, stateDir]);
+    const id = await host.line('ready');
+    leaks.trackCookie(id);
+    expect((await host.exited).code).toBe(0);
+    const pids = readPids(dir);
+    expect(pids.size).toBe(2);
+    // Synchronous at exit: gone by the time the exit is seen, give or take the kernel's delivery.
+    await waitFor(() => [...pids.values()].every((p) => !alive(p)), { timeoutMs: 2000, what: 'tree gone' });
+    // The launch record at least: this host exits in the same tick as its spawn, before the
+    // record with the pid is written (the cookie covers that window).
+    expect(journalFiles(stateDir)).toContain(`${id}-1.json`);
+
+    const sup = new Supervisor({ stateDir, reconcileOnStart: true });
+    const report = (await sup.reconciled) as ReapReport;
+    expect(report.runs.map((r) => [r.action, r.members.length])).toEqual([['reaped', 0]]);
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('a cgroup path that is not below a cgroup2 mount is not trusted: what it lists is left alone', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const fake = leaks.trackDir(makeTmp('pw-fake-cgroup-'));
+    const bystander = spawn('sleep', ['300'], { stdio: 'ignore' });
+    leaks.track(bystander.pid);
+    writeFileSync(join(fake, 'cgroup.procs'), `${bystander.pid}\n`);
+    writeFileSync(join(stateDir, 'pwtestdead-9.json'), deadRecord('pwtestdead-9', { cgroupPath: fake }));
+    const report = await reap({ stateDir, graceMs: 200 });
+    expect(report.runs[0]).toMatchObject({ action: 'reaped', members: [] });
+    expect(report.runs[0]?.notes.join(' ')).toMatch(/not below a cgroup2 mount/);
+    expect(alive(bystander.pid as number)).toBe(true);
+    const gone = new Promise((resolve) => bystander.once('exit', resolve));
+    bystander.kill('SIGKILL');
+    await gone;
+  });
+
+  describe.skipIf(typeof cgroups !== 'string')(
+    `a cgroup run (${typeof cgroups === 'string' ? 'cgroup v2 available' : `skipped: ${cgroups.why}`})`,
+    () => {
+      const dirs: string[] = [];
+      afterEach(() => {
+        // Whatever happened, the cgroups this test made go away (their processes first).
+        for (const d of dirs.reverse()) {
+          try {
+            writeFileSync(join(d, 'cgroup.kill'), '1');
+          } catch {}
+        }
+        for (const d of dirs) {
+          for (let i = 0; i < 100 && existsSync(d); i++) {
+            try {
+              rmdirSync(d);
+            } catch {
+              Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+            }
+          }
+        }
+        dirs.length = 0;
+      });
+
+      it('reap finds its members through the cgroup (nested ones too), kills them and removes the cgroup', async () => {
+        const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+        const cg = join(cgroups as string, `pw-reap-test-${process.pid}-${Date.now()}`);
+        const inner = join(cg, 'inner');
+        mkdirSync(inner, { recursive: true });
+        dirs.push(cg, inner);
+        // No cookie, no recorded pid: only the cgroup ties these to the run. One ignores SIGTERM.
+        const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+        const plain = spawn('sleep', ['300'], { stdio: 'ignore', detached: true, env });
+        const stubborn = spawn('/bin/sh', ['-c', 'trap "" TERM; while :; do sleep 0.05; done'], {
+          stdio: 'ignore',
+          detached: true,
+          env,
+        });
+        leaks.track(plain.pid);
+        leaks.track(stubborn.pid);
+        writeFileSync(join(cg, 'cgroup.procs'), String(plain.pid));
+        writeFileSync(join(inner, 'cgroup.procs'), String(stubborn.pid));
+        writeFileSync(join(stateDir, 'pwtestdead-7.json'), deadRecord('pwtestdead-7', { cgroupPath: cg }));
+
+        const report = await reap({ stateDir, graceMs: 300 });
+        expect(report.runs[0]?.action).toBe('reaped');
+        expect(report.runs[0]?.members.map((m) => m.pid)).toEqual(
+          expect.arrayContaining([plain.pid, stubborn.pid]),
+        );
+        expect(report.runs[0]?.killed).toBeGreaterThanOrEqual(1);
+        expect(alive(plain.pid as number)).toBe(false);
+        expect(alive(stubborn.pid as number)).toBe(false);
+        expect(existsSync(cg)).toBe(false);
+        expect(journalFiles(stateDir)).toEqual([]);
+      });
+    },
+  );
+});

@@ -1,0 +1,239 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type RunResult, Supervisor } from '../src/index.js';
+import { journalFiles } from './helpers/host.js';
+import { alive, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+function supervisor(options: ConstructorParameters<typeof Supervisor>[0] = {}) {
+  const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+  const sup = new Supervisor({ stateDir, ...options });
+  leaks.trackCookie(sup.id);
+  return { sup, stateDir };
+}
+
+describe('registry', () => {
+  it('get and list describe live and exited runs; the journal holds a record while a run lives', async () => {
+    const { sup, stateDir } = supervisor();
+    const h = sup.spawn({ argv: ['sleep', '300'], scope: 's1' });
+    leaks.track(h.pid);
+    await waitFor(() => h.state === 'running', { what: 'running' });
+    const info = sup.get(h.id);
+    expect(info).toMatchObject({
+      id: h.id,
+      command: ['sleep', '300'],
+      pid: h.pid,
+      pgid: h.pid,
+      containment: 'process-group',
+      state: 'running',
+      reason: null,
+      scope: 's1',
+      endedAt: null,
+      lastOutputAt: null,
+    });
+    await waitFor(() => existsSync(join(stateDir, `${h.id}.pid.json`)), { what: 'pid record' });
+    const before = JSON.parse(readFileSync(join(stateDir, `${h.id}.json`), 'utf8'));
+    expect(before).toMatchObject({ runId: h.id, pid: null, cookie: h.id, supervisorPid: process.pid });
+    const record = JSON.parse(readFileSync(join(stateDir, `${h.id}.pid.json`), 'utf8'));
+    expect(record).toMatchObject({
+      runId: h.id,
+      pid: h.pid,
+      pgid: h.pid,
+      cookie: h.id,
+      supervisorPid: process.pid,
+    });
+    expect(record.pidStart).toMatch(/^\d+$/);
+    expect(record.supervisorStart).toMatch(/^\d+$/);
+
+    h.cancel('enough');
+    await h.result;
+    expect(sup.get(h.id)).toMatchObject({ state: 'exited', reason: 'cancelled', exitSignal: 'SIGTERM' });
+    expect(sup.get(h.id)?.endedAt).toBeGreaterThanOrEqual(info?.startedAt ?? 0);
+    expect(sup.list({ state: 'exited' }).map((r) => r.id)).toEqual([h.id]);
+    expect(sup.list({ state: ['running', 'starting'] })).toEqual([]);
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('finalisation is idempotent: the first reason, code and signal win', async () => {
+    const { sup } = supervisor();
+    const h = sup.spawn({ argv: ['sleep', '300'], timeoutMs: 100 });
+    leaks.track(h.pid);
+    await waitFor(() => h.state === 'stopping', { what: 'timeout' });
+    h.cancel('late');
+    h.kill();
+    const r = await h.result;
+    h.cancel('after the end');
+    expect(r.reason).toBe('overall-timeout');
+    expect(sup.get(h.id)).toMatchObject({ reason: 'overall-timeout', exitCode: null, exitSignal: 'SIGTERM' });
+  });
+
+  it('keeps at most maxExited exited runs, forgetting the oldest', async () => {
+    const { sup } = supervisor({ maxExited: 3 });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const h = sup.spawn({ argv: ['true'] });
+      ids.push(h.id);
+      await h.result;
+    }
+    expect(sup.list().map((r) => r.id)).toEqual(ids.slice(2));
+    expect(sup.get(ids[0] as string)).toBeUndefined();
+    expect(() => sup.read(ids[1] as string)).toThrow(expect.objectContaining({ code: 'UNKNOWN_RUN' }));
+    expect(sup.read(ids[4] as string)).toMatchObject({ state: 'exited', reason: 'exit', exitCode: 0 });
+  });
+
+  it('journal: false writes nothing; a journal that cannot be written never stops a run', async () => {
+    const { sup: quiet, stateDir } = supervisor({ journal: false });
+    await quiet.spawn({ argv: ['true'] }).result;
+    expect(journalFiles(stateDir)).toEqual([]);
+
+    const file = join(leaks.trackDir(makeTmp()), 'a-file');
+    writeFileSync(file, '');
+    const { sup } = supervisor({ stateDir: join(file, 'state') });
+    const r = await sup.spawn({ argv: ['true'] }).result;
+    expect(r).toMatchObject({ reason: 'exit', exitCode: 0 });
+    expect(sup.journalProblems.join(' ')).toMatch(/not journalled \(ENOTDIR\)/);
+  });
+
+  it('rejects a bad option with a typed error', () => {
+    expect(() => new Supervisor({ maxExited: -1, journal: false })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION' }),
+    );
+  });
+});
+
+describe('read: polling a background run', () => {
+  it('returns output since a cursor, and says how much was dropped from the bounded log', async () => {
+    const { sup } = supervisor({ logChars: 100 });
+    const h = sup.spawn({
+      argv: ['/bin/sh', '-c', 'while read line; do echo "got:$line"; done'],
+      stdin: 'pipe',
+    });
+    leaks.track(h.pid);
+    await waitFor(() => h.state === 'running', { what: 'running' });
+    expect(sup.read(h.id)).toMatchObject({ state: 'running', text: '', cursor: 0, dropped: 0 });
+    h.stdin?.write('one\n');
+    const first = await waitFor(() => {
+      const r = sup.read(h.id);
+      return r.text === 'got:one\n' && r;
+    });
+    h.stdin?.write('two\n');
+    const second = await waitFor(() => {
+      const r = sup.read(h.id, { since: first.cursor });
+      return r.text !== '' && r;
+    });
+    expect(second).toMatchObject({ text: 'got:two\n', dropped: 0, cursor: first.cursor + 8 });
+
+    const long = 'x'.repeat(300);
+    h.stdin?.write(`${long}\n`);
+    h.stdin?.end();
+    await h.result;
+    const third = sup.read(h.id, { since: second.cursor });
+    // 305 characters were written after the cursor; the log keeps the newest 100.
+    expect(third.dropped).toBe(205);
+    expect(third.text).toBe(`got:${long}\n`.slice(-100));
+    expect(third).toMatchObject({
+      state: 'exited',
+      reason: 'exit',
+      exitCode: 0,
+      cursor: second.cursor + 305,
+    });
+    // Reading from the start reports everything before the kept tail as dropped.
+    expect(sup.read(h.id).dropped).toBe(third.cursor - 100);
+    expect(sup.read(h.id, { since: third.cursor })).toMatchObject({ text: '', dropped: 0 });
+  });
+});
+
+describe('scopes', () => {
+  it('replaceScope cancels the scope, waits for its trees to be extinct, then starts; other scopes are untouched', async () => {
+    const { sup } = supervisor();
+    const dirs = [1, 2].map(() => leaks.trackDir(makeTmp()));
+    let ready = 0;
+    const old = dirs.map((dir) =>
+      sup.spawn({
+        argv: [fixture('trap-cleanup.sh'), dir],
+        scope: 'conversation-1',
+        output: { onData: (t) => t.includes('ready') && ready++ },
+      }),
+    );
+    const other = sup.spawn({ argv: ['sleep', '300'], scope: 'conversation-2' });
+    for (const h of [...old, other]) leaks.track(h.pid);
+    await waitFor(() => ready === 2, { what: 'old runs ready' });
+
+    const settled: RunResult[] = [];
+    for (const h of old) h.result.then((r) => settled.push(r));
+    const fresh = sup.spawn({ argv: ['sleep', '300'], scope: 'conversation-1', replaceScope: true });
+    expect(fresh.state).toBe('starting');
+    expect(fresh.pid).toBeUndefined();
+    expect(sup.get(fresh.id)?.state).toBe('starting');
+    await waitFor(() => fresh.pid, { what: 'replacement started' });
+    leaks.track(fresh.pid);
+    // By the time it started, the old trees had finished their cleanup and were gone.
+    expect(settled).toHaveLength(2);
+    for (const r of settled)
+      expect(r).toMatchObject({ reason: 'cancelled', detail: `replaced by ${fresh.id}` });
+    for (const dir of dirs) {
+      expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
+      expect(alive(readPids(dir).get('main') ?? 0)).toBe(false);
+    }
+    expect(other.state).toBe('running');
+    expect(sup.list({ scope: 'conversation-1', state: 'running' }).map((r) => r.id)).toEqual([fresh.id]);
+
+    const cancelled = await sup.cancelScope('conversation-1', 'conversation closed');
+    expect(cancelled.map((r) => [r.id, r.reason, r.detail])).toEqual([
+      [fresh.id, 'cancelled', 'conversation closed'],
+    ]);
+    expect(other.state).toBe('running');
+    const rest = await sup.cancelAll('test over');
+    expect(rest.map((r) => r.id)).toEqual([other.id]);
+  });
+
+  it('a run cancelled while it waits for its scope never starts', async () => {
+    const { sup, stateDir } = supervisor();
+    const dir = leaks.trackDir(makeTmp());
+    let ready = false;
+    const old = sup.spawn({
+      argv: [fixture('trap-cleanup.sh'), dir],
+      scope: 'x',
+      output: { onData: (t) => (ready ||= t.includes('ready')) },
+    });
+    leaks.track(old.pid);
+    await waitFor(() => ready);
+    const waiting = sup.spawn({ argv: ['sleep', '300'], scope: 'x', replaceScope: true });
+    waiting.cancel('changed my mind');
+    const r = await waiting.result;
+    expect(r).toMatchObject({ reason: 'cancelled', detail: 'changed my mind', exitCode: null });
+    await old.result;
+    expect(waiting.pid).toBeUndefined();
+    expect(sup.get(waiting.id)?.state).toBe('exited');
+
+    // An AbortSignal fired while a run waits for its scope ends it as well, before the wait is over.
+    ready = false;
+    const old2 = sup.spawn({
+      argv: [fixture('trap-cleanup.sh'), dir],
+      scope: 'x',
+      output: { onData: (t) => (ready ||= t.includes('ready')) },
+    });
+    leaks.track(old2.pid);
+    await waitFor(() => ready);
+    const controller = new AbortController();
+    const aborted = sup.spawn({
+      argv: ['sleep', '300'],
+      scope: 'x',
+      replaceScope: true,
+      signal: controller.signal,
+    });
+    let oldSettled = false;
+    old2.result.then(() => {
+      oldSettled = true;
+    });
+    controller.abort('user went away');
+    expect(await aborted.result).toMatchObject({ reason: 'aborted', detail: 'user went away' });
+    expect(oldSettled).toBe(false);
+    await old2.result;
+    expect(aborted.pid).toBeUndefined();
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+});
