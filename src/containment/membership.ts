@@ -1,6 +1,6 @@
 import type { Guard } from '../kill/index.js';
 import { COOKIE_NAME } from '../spec/index.js';
-import { descendantsOf, isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 
@@ -31,8 +31,15 @@ export class TreeMembership {
   }
 
   async scan(): Promise<ProcessInfo[]> {
+    const members = await this.scanOnce();
+    // A member that forks and exits between our directory read and its stat read leaves a child we
+    // did not list; "nothing left" is only believed when a second, fresh scan agrees.
+    return members.length > 0 ? members : this.scanOnce();
+  }
+
+  private async scanOnce(): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
-    const list = await this.table.list();
+    const { processes: list, holders } = await this.snapshot();
     const byPid = new Map(list.map((p) => [p.pid, p]));
     const members = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
@@ -46,15 +53,23 @@ export class TreeMembership {
       const now = byPid.get(k.pid);
       if (now && now.startTime === k.startTime) add(now);
     }
-    if (this.cookie && this.table.findByEnv) {
-      for (const pid of await this.table.findByEnv(COOKIE_NAME, this.cookie)) add(byPid.get(pid));
-    }
+    for (const pid of holders) add(byPid.get(pid));
     const roots = [...members.values()].map((p) => p.pid);
     if (root && byPid.get(root.pid)?.startTime === root.startTime) roots.push(root.pid);
     for (const d of descendantsOf(list, roots)) add(d);
 
     for (const [k, p] of members) this.known.set(k, p);
     return [...members.values()];
+  }
+
+  /** The table and the cookie holders, in one pass where the table offers it. */
+  private async snapshot(): Promise<Sweep> {
+    const { table, cookie } = this;
+    if (cookie && table.sweep)
+      return table.sweep({ name: COOKIE_NAME, value: cookie, firstHolder: this.root });
+    const processes = await table.list();
+    const holders = new Set(cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie) : []);
+    return { processes, holders };
   }
 
   /**

@@ -17,6 +17,8 @@ export interface LaunchPlan {
  */
 export interface Containment extends KillTarget {
   readonly kind: UsedContainment;
+  /** Why the requested strategy could not be used and this one stands in (RunResult.containmentFallback). */
+  readonly fallback?: string;
   prepare(plan: LaunchPlan): LaunchPlan;
   /** Called once the command has a pid, before anything can be signalled. */
   attach(pid: number): Promise<void>;

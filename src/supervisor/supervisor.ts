@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type Clock, realClock } from '../clock.js';
+import { CgroupHost } from '../containment/index.js';
 import { ProcwardenError } from '../errors.js';
 import type { SendSignal } from '../kill/index.js';
 import { type Launcher, launchChild } from '../spawn/index.js';
@@ -12,6 +13,8 @@ import { ManagedRun } from './managed-run.js';
 export interface SupervisorInternals {
   table?: ProcessTable;
   send?: SendSignal;
+  /** Where cgroup containment is probed and its cgroups are made (one per supervisor by default). */
+  cgroups?: CgroupHost;
   launchers?: Partial<Record<RunMode, Launcher>>;
 }
 
@@ -29,6 +32,7 @@ export class Supervisor {
   private readonly clock: Clock;
   private readonly table: ProcessTable;
   private readonly send: SendSignal | undefined;
+  private readonly cgroups: CgroupHost;
   private readonly launchers: Record<RunMode, Launcher>;
   private readonly defaults: SupervisorOptions['defaults'];
   private readonly live = new Map<string, ManagedRun>();
@@ -38,6 +42,7 @@ export class Supervisor {
     this.clock = options.clock ?? realClock;
     this.table = options.table ?? platformTable();
     this.send = options.send;
+    this.cgroups = options.cgroups ?? new CgroupHost();
     this.defaults = options.defaults;
     this.launchers = { child: launchChild, pty: ptyNotReady, ...options.launchers };
   }
@@ -50,6 +55,7 @@ export class Supervisor {
       clock: this.clock,
       table: this.table,
       send: this.send,
+      cgroups: this.cgroups,
       launcher: this.launchers[normal.mode],
       onSettled: (r: ManagedRun, _result: RunResult) => this.live.delete(r.id),
     });
