@@ -1,4 +1,14 @@
-import { type Dirent, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  type Dirent,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -54,7 +64,7 @@ export function locateOwnCgroup(mountinfo: string, ownCgroup: string): { dir: st
   const writable = fits.find((m) => !m.readOnly);
   if (!writable) return { reason: `the cgroup2 mount at ${fits[0]?.mountPoint} is read-only` };
   const inside = writable.root === '/' ? path : path.slice(writable.root.length);
-  return { dir: join(writable.mountPoint, inside) };
+  return { dir: join(writable.mountPoint, inside).replace(/(.)\/+$/, '$1') };
 }
 
 /** mountinfo escapes space, tab, newline and backslash as octal. */
@@ -108,7 +118,13 @@ export function subtreeProcs(dir: string): number[] {
 /** SIGKILL to the whole subtree in one write. False when the kernel has no cgroup.kill (before 5.14). */
 export function killAll(dir: string): boolean {
   try {
-    writeFileSync(join(dir, 'cgroup.kill'), '1');
+    // O_WRONLY without O_CREAT: where the kernel has no cgroup.kill, never create a plain file.
+    const fd = openSync(join(dir, 'cgroup.kill'), constants.O_WRONLY);
+    try {
+      writeSync(fd, '1');
+    } finally {
+      closeSync(fd);
+    }
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT' && isPopulated(dir) !== null) return false;
