@@ -1,11 +1,11 @@
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { SendSignal } from '../src/kill/index.js';
 import { Supervisor, type UsedContainment } from '../src/index.js';
+import type { SendSignal } from '../src/kill/index.js';
+import { type MemberKind, type MemberStart, type TreeNode, writeTree } from './fixtures/tree.mjs';
 import { cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
 import { makeTmp, readPids, waitFor } from './helpers/procs.js';
-import { type MemberKind, type MemberStart, type TreeNode, writeTree } from './fixtures/tree.mjs';
 
 /**
  * The zero-survivor proof: random process trees (depth <= 4, width <= 5) mixing every way a process
@@ -22,7 +22,8 @@ const SEED = Number(process.env.PROCWARDEN_FUZZ_SEED ?? Math.floor(Math.random()
 const CONCURRENCY = 6;
 const MAX_MEMBERS = 8;
 const cgroupSkip = cgroupSkipReason();
-const MODES: UsedContainment[] = cgroupSkip === null ? ['cgroup', 'process-group', 'none'] : ['process-group', 'none'];
+const MODES: UsedContainment[] =
+  cgroupSkip === null ? ['cgroup', 'process-group', 'none'] : ['process-group', 'none'];
 type Trigger = 'timeout' | 'cancel' | 'abort' | 'exit';
 
 /** mulberry32: small, fast, and the same on every machine. */
@@ -76,7 +77,7 @@ function generate(seed: number): Case {
     seed,
     mode: rng.pick(MODES),
     trigger,
-    graceMs: rng.int(100, 400),
+    graceMs: rng.int(50, 250),
     timeoutMs: rng.int(20, 300),
     waitForTree: rng.next() < 0.7,
     delayMs: rng.int(0, 150),
@@ -94,13 +95,27 @@ function environ(pid: number): Buffer | null {
   }
 }
 
-function stat(pid: number): { state: string; ppid: number; pgid: number; start: string } | null {
+function stat(pid: number): { state: string; ppid: number; pgid: number; sid: number; start: string } | null {
   try {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return { state: f[0] ?? '?', ppid: Number(f[1]), pgid: Number(f[2]), start: f[19] ?? '' };
+    return {
+      state: f[0] ?? '?',
+      ppid: Number(f[1]),
+      pgid: Number(f[2]),
+      sid: Number(f[3]),
+      start: f[19] ?? '',
+    };
   } catch {
     return null;
+  }
+}
+
+function cgroupOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+  } catch {
+    return '';
   }
 }
 
@@ -125,23 +140,39 @@ function treeProcesses(dir: string): { pid: number; envi: boolean }[] {
 
 /**
  * The recording `send`: before any signal leaves, every process it would reach must carry this
- * tree's marker. A process that is exiting or a zombie shows an empty environment: it passes when
- * the same identity (pid + start time) was verified before, or its parent is the tree's. A target
- * outside the tree is recorded as a violation and never signalled.
+ * tree's marker. A process that is exiting (or a zombie) shows an empty environment; it passes when
+ * the same identity (pid + start time) was verified before, its parent carries the marker, it is in
+ * the run's cgroup, or its session or group was founded by a verified member (a session or group
+ * number cannot be recycled while the group has members). A target outside the tree is recorded as
+ * a violation and never signalled.
  */
-function recorder(dir: string, violations: string[], stats: { sent: number; groups: number }): SendSignal {
+function recorder(
+  dir: string,
+  violations: string[],
+  stats: { sent: number; groups: number },
+  runId: () => string | undefined = () => undefined,
+): SendSignal {
   const marker = Buffer.from(`PW_FUZZ_TREE=${dir}\0`);
   const verified = new Map<number, string>();
+  const founders = new Set<number>();
   const ours = (pid: number): boolean => {
     const env = environ(pid);
     const st = stat(pid);
     if (!st) return true; // no such process: the signal reaches nobody
     if (env?.includes(marker)) {
       verified.set(pid, st.start);
+      if (st.sid === pid || st.pgid === pid) founders.add(pid);
       return true;
     }
-    const exiting = !env || env.length === 0;
-    return exiting && (verified.get(pid) === st.start || environ(st.ppid)?.includes(marker) === true);
+    if (env && env.length > 0) return false;
+    const id = runId();
+    return (
+      verified.get(pid) === st.start ||
+      environ(st.ppid)?.includes(marker) === true ||
+      (id !== undefined && cgroupOf(pid).includes(`/${id}\n`)) ||
+      founders.has(st.sid) ||
+      founders.has(st.pgid)
+    );
   };
   return (target, signal) => {
     const reached = target > 0 ? [target] : pids().filter((p) => stat(p)?.pgid === -target);
@@ -161,7 +192,8 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
   const problems: string[] = [];
   try {
     const script = writeTree(dir, c.root);
-    const sup = new Supervisor({ send: recorder(dir, problems, stats) });
+    let runId: string | undefined;
+    const sup = new Supervisor({ send: recorder(dir, problems, stats, () => runId) });
     const controller = new AbortController();
     const handle = sup.spawn({
       argv: ['/bin/sh', script],
@@ -173,6 +205,7 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
       ...(c.trigger === 'timeout' ? { timeoutMs: c.timeoutMs } : {}),
       signal: controller.signal,
     });
+    runId = handle.id;
     if (c.trigger === 'cancel' || c.trigger === 'abort') {
       if (c.waitForTree) await treeBuilt(dir, c.root);
       await new Promise((r) => setTimeout(r, c.delayMs));
@@ -180,7 +213,10 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
       else controller.abort();
     }
     const result = await handle.result;
-    const expected = c.trigger === 'exit' ? ['exit', 'signal'] : [c.trigger === 'timeout' ? 'overall-timeout' : c.trigger === 'cancel' ? 'cancelled' : 'aborted'];
+    const expected =
+      c.trigger === 'exit'
+        ? ['exit', 'signal']
+        : [c.trigger === 'timeout' ? 'overall-timeout' : c.trigger === 'cancel' ? 'cancelled' : 'aborted'];
     // A root that dies early (SIGHUP of an orphaned stopped group...) ends the run before the trigger.
     if (!expected.includes(result.reason) && !['exit', 'signal'].includes(result.reason)) {
       problems.push(`unexpected reason ${result.reason}`);
@@ -189,7 +225,9 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
     const left = treeProcesses(dir);
     const survivors = left.filter((p) => c.mode === 'cgroup' || !p.envi);
     if (survivors.length > 0) {
-      const names = [...readPids(dir)].filter(([, pid]) => survivors.some((s) => s.pid === pid)).map(([n]) => n);
+      const names = [...readPids(dir)]
+        .filter(([, pid]) => survivors.some((s) => s.pid === pid))
+        .map(([n]) => n);
       const about = survivors.map((s) => {
         const st = stat(s.pid);
         let cmd = '';
@@ -200,7 +238,9 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
         }
         return `${s.pid} [${cmd}] state=${st?.state} ppid=${st?.ppid} pgid=${st?.pgid}`;
       });
-      problems.push(`survivors: ${about.join('; ')} (${names.join(', ') || 'unnamed'}) reason=${result.reason} report=${JSON.stringify(result.tree.report?.members.map((m) => [m.pid, m.command, m.outcome, m.signals.map((x) => `${x.signal}@${x.atMs}`).join(' ')]))}`);
+      problems.push(
+        `survivors: ${about.join('; ')} (${names.join(', ') || 'unnamed'}) reason=${result.reason} report=${JSON.stringify(result.tree.report?.members.map((m) => [m.pid, m.command, m.outcome, m.signals.map((x) => `${x.signal}@${x.atMs}`).join(' ')]))}`,
+      );
     }
     for (const p of left) {
       try {

@@ -3,6 +3,8 @@ import { COOKIE_NAME } from '../spec/index.js';
 import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
+/** Extra scans before an empty tree is believed, when processes keep vanishing mid-scan. */
+const CONFIRM_SCANS = 3;
 
 /**
  * Who belongs to a run's tree, from one process-table snapshot: the members of its process group
@@ -13,6 +15,7 @@ const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 export class TreeMembership {
   private root: ProcessInfo | null = null;
   private readonly known = new Map<string, ProcessInfo>();
+  private vanished = 0;
 
   constructor(
     private readonly table: ProcessTable,
@@ -31,15 +34,21 @@ export class TreeMembership {
   }
 
   async scan(): Promise<ProcessInfo[]> {
-    const members = await this.scanOnce();
-    // A member that forks and exits between our directory read and its stat read leaves a child we
-    // did not list; "nothing left" is only believed when a second, fresh scan agrees.
-    return members.length > 0 ? members : this.scanOnce();
+    let members = await this.scanOnce();
+    // "Nothing left" is only believed when a fresh scan agrees, and one that saw no process vanish
+    // mid-read: a member that forks and exits between our directory read and its stat read leaves
+    // a child we did not list (pid numbers wrap, so a new child is not always listed later).
+    for (let i = 0; members.length === 0 && i < CONFIRM_SCANS; i++) {
+      members = await this.scanOnce();
+      if (this.vanished === 0) break;
+    }
+    return members;
   }
 
   private async scanOnce(): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
-    const { processes: list, holders } = await this.snapshot();
+    const { processes: list, holders, vanished } = await this.snapshot();
+    this.vanished = vanished;
     const byPid = new Map(list.map((p) => [p.pid, p]));
     const members = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
@@ -69,7 +78,7 @@ export class TreeMembership {
       return table.sweep({ name: COOKIE_NAME, value: cookie, firstHolder: this.root });
     const processes = await table.list();
     const holders = new Set(cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie) : []);
-    return { processes, holders };
+    return { processes, holders, vanished: 0 };
   }
 
   /**

@@ -53,13 +53,17 @@ export class ProcfsTable implements ProcessTable {
     const from = query.firstHolder ? Number(query.firstHolder.startTime) : 0;
     const processes: ProcessInfo[] = [];
     const holders = new Set<number>();
+    let vanished = 0;
     for (const pid of this.pids()) {
       const info = this.getSync(pid);
-      if (!info) continue;
+      if (!info) {
+        vanished++;
+        continue;
+      }
       processes.push(info);
       if (Number(info.startTime) >= from && this.holds(pid, needle)) holders.add(pid);
     }
-    return { processes, holders };
+    return { processes, holders, vanished };
   }
 
   private pids(): number[] {

@@ -26,6 +26,8 @@ export interface Sweep {
   processes: ProcessInfo[];
   /** Pids (of `processes`) whose environment holds the queried entry. */
   holders: Set<number>;
+  /** Entries listed by the directory read that were gone by the time they were read. */
+  vanished: number;
 }
 
 /** Everything procwarden needs to know about processes, one implementation per platform. */
