@@ -40,7 +40,6 @@ function prng(seed: number) {
   const pick = <T>(items: readonly T[]): T => items[int(0, items.length - 1)] as T;
   return { next, int, pick };
 }
-type Rng = ReturnType<typeof prng>;
 
 interface Case {
   seed: number;
@@ -142,15 +141,15 @@ function treeProcesses(dir: string): { pid: number; envi: boolean }[] {
  * The recording `send`: before any signal leaves, every process it would reach must carry this
  * tree's marker. A process that is exiting (or a zombie) shows an empty environment; it passes when
  * the same identity (pid + start time) was verified before, its parent carries the marker, it is in
- * the run's cgroup, or its session or group was founded by a verified member (a session or group
- * number cannot be recycled while the group has members). A target outside the tree is recorded as
+ * the run's cgroup, or its session or group was founded by the run's root or a verified member (a
+ * session or group number cannot be recycled while the group has members). A target outside the tree is recorded as
  * a violation and never signalled.
  */
 function recorder(
   dir: string,
   violations: string[],
   stats: { sent: number; groups: number },
-  runId: () => string | undefined = () => undefined,
+  run: () => { id: string; pid: number | undefined } | undefined = () => undefined,
 ): SendSignal {
   const marker = Buffer.from(`PW_FUZZ_TREE=${dir}\0`);
   const verified = new Map<number, string>();
@@ -165,13 +164,14 @@ function recorder(
       return true;
     }
     if (env && env.length > 0) return false;
-    const id = runId();
+    const r = run();
     return (
       verified.get(pid) === st.start ||
       environ(st.ppid)?.includes(marker) === true ||
-      (id !== undefined && cgroupOf(pid).includes(`/${id}\n`)) ||
+      (r !== undefined && cgroupOf(pid).includes(`/${r.id}\n`)) ||
       founders.has(st.sid) ||
-      founders.has(st.pgid)
+      founders.has(st.pgid) ||
+      (r?.pid !== undefined && (st.sid === r.pid || st.pgid === r.pid))
     );
   };
   return (target, signal) => {
@@ -192,8 +192,8 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
   const problems: string[] = [];
   try {
     const script = writeTree(dir, c.root);
-    let runId: string | undefined;
-    const sup = new Supervisor({ send: recorder(dir, problems, stats, () => runId) });
+    let run: { id: string; pid: number | undefined } | undefined;
+    const sup = new Supervisor({ send: recorder(dir, problems, stats, () => run) });
     const controller = new AbortController();
     const handle = sup.spawn({
       argv: ['/bin/sh', script],
@@ -205,7 +205,7 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
       ...(c.trigger === 'timeout' ? { timeoutMs: c.timeoutMs } : {}),
       signal: controller.signal,
     });
-    runId = handle.id;
+    run = { id: handle.id, pid: handle.pid };
     if (c.trigger === 'cancel' || c.trigger === 'abort') {
       if (c.waitForTree) await treeBuilt(dir, c.root);
       await new Promise((r) => setTimeout(r, c.delayMs));
