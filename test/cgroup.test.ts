@@ -86,6 +86,22 @@ describe('cgroup v2 discovery (no root needed)', () => {
     }
   });
 
+  it("'auto' says so in containmentFallback when the probe passed but the run's cgroup could not be made", async () => {
+    class FullHost extends CgroupHost {
+      override probe() {
+        return { ok: true as const, parent: '/unused', own: '/unused' };
+      }
+      override createRun(): string {
+        throw new ProcwardenError('CGROUP_UNAVAILABLE', 'cgroup.max.descendants reached');
+      }
+    }
+    const sup = new Supervisor({ cgroups: new FullHost() });
+    const r = await sup.spawn({ argv: ['true'] }).result;
+    expect(r.containment).toBe('process-group');
+    expect(r.containmentFallback).toContain('cgroup.max.descendants reached');
+    expect(() => sup.spawn({ argv: ['true'], containment: 'cgroup' })).toThrow(/max\.descendants/);
+  });
+
   it('is Linux only', () => {
     expect(new CgroupHost({ platform: 'darwin' }).probe()).toEqual({
       ok: false,
