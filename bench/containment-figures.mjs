@@ -76,16 +76,14 @@ async function supervised(containment, how) {
   return { extinct: await watch, settled, sequence: r.tree.report?.durationMs ?? Number.NaN };
 }
 
-async function series(name, fn) {
-  const runs = [];
-  for (let i = 0; i < REPEATS; i++) runs.push(await fn());
-  const row = { name };
-  for (const k of Object.keys(runs[0])) row[k] = median(runs.map((r) => r[k]));
-  const parts = Object.entries(row)
-    .filter(([k]) => k !== 'name')
-    .map(([k, v]) => `${k} ${fmt(v)}`);
-  console.log(`${name.padEnd(34)} ${parts.join('   ')}`);
-  return row;
+/** Runs the variants interleaved (a load spike on this shared machine hits all of them alike). */
+async function compare(variants) {
+  const runs = new Map(variants.map(([name]) => [name, []]));
+  for (let i = 0; i < REPEATS; i++) for (const [name, fn] of variants) runs.get(name).push(await fn());
+  for (const [name, rs] of runs) {
+    const parts = Object.keys(rs[0]).map((k) => `${k} ${fmt(median(rs.map((r) => r[k])))}`);
+    console.log(`${name.padEnd(36)} ${parts.join('   ')}`);
+  }
 }
 
 async function sweepCost() {
@@ -130,12 +128,21 @@ console.log(
 console.log(
   'extinct: from the kill to the last member gone; settled: to result; sequence: report.durationMs\n',
 );
-await series('raw kill(-pgid, SIGKILL)', raw);
 const cgroup = new CgroupHost().probe();
-if (cgroup.ok) await series('procwarden cgroup, kill()', () => supervised('cgroup', 'kill'));
-else console.log(`cgroup mode skipped: ${cgroup.reason}`);
-await series('procwarden process-group, kill()', () => supervised('process-group', 'kill'));
+if (!cgroup.ok) console.log(`cgroup mode skipped: ${cgroup.reason}`);
+const withCgroup = (variants) => variants.filter(([name]) => cgroup.ok || !name.includes('cgroup'));
+await compare(
+  withCgroup([
+    ['raw kill(-pgid, SIGKILL)', raw],
+    ['procwarden cgroup, kill()', () => supervised('cgroup', 'kill')],
+    ['procwarden process-group, kill()', () => supervised('process-group', 'kill')],
+  ]),
+);
 console.log('\nthe same tree ended gracefully (SIGTERM, every member exits at once):');
-if (cgroup.ok) await series('procwarden cgroup, cancel()', () => supervised('cgroup', 'cancel'));
-await series('procwarden process-group, cancel()', () => supervised('process-group', 'cancel'));
+await compare(
+  withCgroup([
+    ['procwarden cgroup, cancel()', () => supervised('cgroup', 'cancel')],
+    ['procwarden process-group, cancel()', () => supervised('process-group', 'cancel')],
+  ]),
+);
 await sweepCost();
