@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProcfsTable } from '../src/tree/index.js';
-import { LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
+import { alive, LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
@@ -33,7 +33,7 @@ describe('procfs sweep', () => {
     expect(sweep.processes.some((p) => p.pid === child.pid)).toBe(true);
     expect(sweep.processes.some((p) => p.pid === process.pid)).toBe(true);
     child.kill('SIGKILL');
-    await waitFor(() => table.getSync(child.pid ?? 0)?.state !== 'S');
+    await waitFor(() => !alive(child.pid ?? 0));
   });
 
   it('matches whole entries only, the last one even without its NUL', () => {
