@@ -48,7 +48,7 @@ describe('a run on Windows (recorded outputs, injected launcher)', () => {
   it('createContainment holds every run on a Windows table as a windows-tree', () => {
     const { table } = windowsRun();
     for (const mode of ['auto', 'process-group', 'none'] as const) {
-      expect(createContainment(mode, { table, cookie: 'pw-x' }).kind).toBe('windows-tree');
+      expect(createContainment(mode, { table, cookie: 'pw-x', name: 'pw-x' }).kind).toBe('windows-tree');
     }
   });
 

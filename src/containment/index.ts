@@ -2,11 +2,16 @@ import { ProcwardenError } from '../errors.js';
 import { Deliverer, Guard, type SendSignal } from '../kill/index.js';
 import { isWindowsTable, type ProcessTable } from '../tree/index.js';
 import type { ContainmentMode } from '../types.js';
+import { CgroupContainment } from './cgroup.js';
+import type { CgroupHost } from './cgroup-host.js';
 import { NoContainment } from './none.js';
 import { ProcessGroupContainment } from './process-group.js';
 import type { Containment } from './types.js';
 import { WindowsTreeContainment } from './windows-tree.js';
 
+export { CgroupContainment } from './cgroup.js';
+export { type Cgroup2Mount, locateOwnCgroup, parseMountinfo, parseOwnCgroup } from './cgroup-fs.js';
+export { CgroupHost, type CgroupHostOptions, type CgroupProbe } from './cgroup-host.js';
 export { TreeMembership } from './membership.js';
 export { NoContainment } from './none.js';
 export { ProcessGroupContainment } from './process-group.js';
@@ -17,6 +22,10 @@ export interface ContainmentContext {
   table: ProcessTable;
   send?: SendSignal;
   cookie: string | null;
+  /** The run's id: names its cgroup. */
+  name: string;
+  /** The supervisor's cgroup host; without it cgroup containment is unavailable. */
+  cgroups?: CgroupHost;
 }
 
 /** Picks the strategy for a requested mode. `auto` takes the strongest one this host offers. */
@@ -26,15 +35,31 @@ export function createContainment(mode: ContainmentMode, ctx: ContainmentContext
   // Windows has no process groups or cgroups: whatever was asked short of 'cgroup', the tree is held by identity.
   if (isWindowsTable(ctx.table) && mode !== 'cgroup')
     return new WindowsTreeContainment(ctx.table, guard, ctx.send);
+  const processGroup = () => new ProcessGroupContainment(ctx.table, guard, deliverer, ctx.cookie);
+  const cgroup = () => {
+    if (!ctx.cgroups) {
+      throw new ProcwardenError(
+        'CGROUP_UNAVAILABLE',
+        "containment 'cgroup' needs a supervisor with cgroup support; use 'auto' or 'process-group'.",
+      );
+    }
+    return new CgroupContainment(ctx.cgroups, ctx.name, ctx.table, guard, deliverer);
+  };
   switch (mode) {
     case 'none':
       return new NoContainment(ctx.table, guard, deliverer, ctx.cookie);
+    case 'process-group':
+      return processGroup();
     case 'cgroup':
-      throw new ProcwardenError(
-        'CGROUP_UNAVAILABLE',
-        "containment 'cgroup' is not available in this build; use 'auto' or 'process-group'.",
-      );
-    default:
-      return new ProcessGroupContainment(ctx.table, guard, deliverer, ctx.cookie);
+      return cgroup();
+    default: {
+      if (!ctx.cgroups?.probe().ok) return processGroup();
+      try {
+        return cgroup();
+      } catch (error) {
+        // The probe said yes and creating the run's cgroup still failed: say so in the result.
+        return Object.assign(processGroup(), { fallback: (error as Error).message });
+      }
+    }
   }
 }

@@ -1,8 +1,10 @@
 import type { Guard } from '../kill/index.js';
 import { COOKIE_NAME } from '../spec/index.js';
-import { descendantsOf, isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
+/** Extra scans before an empty tree is believed, when processes keep vanishing mid-scan. */
+const CONFIRM_SCANS = 3;
 
 /**
  * Who belongs to a run's tree, from one process-table snapshot: the members of its process group
@@ -13,6 +15,7 @@ const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 export class TreeMembership {
   private root: ProcessInfo | null = null;
   private readonly known = new Map<string, ProcessInfo>();
+  private vanished = 0;
 
   constructor(
     private readonly table: ProcessTable,
@@ -31,8 +34,21 @@ export class TreeMembership {
   }
 
   async scan(): Promise<ProcessInfo[]> {
+    let members = await this.scanOnce();
+    // "Nothing left" is only believed when a fresh scan agrees, and one that saw no process vanish
+    // mid-read: a member that forks and exits between our directory read and its stat read leaves
+    // a child we did not list (pid numbers wrap, so a new child is not always listed later).
+    for (let i = 0; members.length === 0 && i < CONFIRM_SCANS; i++) {
+      members = await this.scanOnce();
+      if (this.vanished === 0) break;
+    }
+    return members;
+  }
+
+  private async scanOnce(): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
-    const list = await this.table.list();
+    const { processes: list, holders, vanished } = await this.snapshot();
+    this.vanished = vanished;
     const byPid = new Map(list.map((p) => [p.pid, p]));
     const members = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
@@ -46,15 +62,23 @@ export class TreeMembership {
       const now = byPid.get(k.pid);
       if (now && now.startTime === k.startTime) add(now);
     }
-    if (this.cookie && this.table.findByEnv) {
-      for (const pid of await this.table.findByEnv(COOKIE_NAME, this.cookie)) add(byPid.get(pid));
-    }
+    for (const pid of holders) add(byPid.get(pid));
     const roots = [...members.values()].map((p) => p.pid);
     if (root && byPid.get(root.pid)?.startTime === root.startTime) roots.push(root.pid);
     for (const d of descendantsOf(list, roots)) add(d);
 
     for (const [k, p] of members) this.known.set(k, p);
     return [...members.values()];
+  }
+
+  /** The table and the cookie holders, in one pass where the table offers it. */
+  private async snapshot(): Promise<Sweep> {
+    const { table, cookie } = this;
+    if (cookie && table.sweep)
+      return table.sweep({ name: COOKIE_NAME, value: cookie, firstHolder: this.root });
+    const processes = await table.list();
+    const holders = new Set(cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie) : []);
+    return { processes, holders, vanished: 0 };
   }
 
   /**

@@ -19,6 +19,8 @@ export interface Containment extends KillTarget {
   readonly kind: UsedContainment;
   /** The cgroup directory holding the run (cgroup containment only): journalled for crash recovery. */
   readonly cgroupPath?: string;
+  /** Why the requested strategy could not be used and this one stands in (RunResult.containmentFallback). */
+  readonly fallback?: string;
   prepare(plan: LaunchPlan): LaunchPlan;
   /**
    * Called once the command has a pid, before anything can be signalled. `child` is the launcher's

@@ -49,7 +49,20 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   };
   const send = async (signal: NodeJS.Signals, members: ProcessInfo[]) => {
     if (members.length === 0) return;
-    record(await target.signal(signal, members), signal);
+    const reached = await target.signal(signal, members);
+    record(reached, signal);
+    // Listed, then gone (or refused) before its signal: still part of the report.
+    const hit = new Set(reached.map(key));
+    for (const m of members) {
+      if (hit.has(key(m)) || reports.has(key(m))) continue;
+      reports.set(key(m), {
+        pid: m.pid,
+        command: m.command,
+        signals: [],
+        outcome: 'gone-before-signal',
+        info: m,
+      });
+    }
   };
   const graceful = async (members: ProcessInfo[]) => {
     await send(plan.signal, members);
@@ -81,7 +94,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   const list = [...reports.values()].map(({ info: _info, ...r }) => r);
   return {
     members: list,
-    signalled: list.length,
+    signalled: list.filter((r) => r.signals.length > 0).length,
     killed: list.filter((r) => r.outcome === 'killed').length,
     escaped: members.length,
     escalated: killedAt !== null,

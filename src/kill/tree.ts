@@ -46,6 +46,17 @@ export async function terminateTree(
       `pid ${String(pid)} is not a valid process id; give a positive integer.`,
     );
   }
+  if (typeof options !== 'object' || options === null) {
+    throw new ProcwardenError(
+      'INVALID_OPTION',
+      'terminateTree options must be an object, e.g. { graceMs: 2000 }.',
+    );
+  }
+  if (options.includeRoot !== undefined && typeof options.includeRoot !== 'boolean') {
+    throw new ProcwardenError('INVALID_OPTION', 'includeRoot must be true or false.');
+  }
+  const graceMs = options.graceMs === undefined ? 5000 : checkDuration(options.graceMs, 'graceMs');
+  const signal = normalizeSignal(options.signal ?? 'SIGTERM');
   const table = options.table ?? platformTable();
   const windows = isWindowsTable(table);
   // One enumeration instead of a PowerShell launch per ancestor; its parent links are already checked.
@@ -63,8 +74,6 @@ export async function terminateTree(
       `no live process has pid ${pid}; it may have exited already.`,
     );
   }
-  const graceMs = options.graceMs === undefined ? 5000 : checkDuration(options.graceMs, 'graceMs');
-  const signal = normalizeSignal(options.signal ?? 'SIGTERM');
   const includeRoot = options.includeRoot !== false;
   const clock = options.clock ?? realClock;
   if (windows) {

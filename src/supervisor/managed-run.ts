@@ -1,5 +1,5 @@
 import { type Clock, sleep, type TimerHandle } from '../clock.js';
-import { type Containment, createContainment } from '../containment/index.js';
+import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { ProcwardenError } from '../errors.js';
 import { type SendSignal, terminate } from '../kill/index.js';
 import { OutputCollector } from '../output/index.js';
@@ -21,6 +21,7 @@ export interface RunDeps {
   clock: Clock;
   table: ProcessTable;
   send?: SendSignal;
+  cgroups?: CgroupHost;
   launcher: Launcher;
   onSettled?: (run: ManagedRun, result: RunResult) => void;
 }
@@ -71,14 +72,22 @@ export class ManagedRun implements RunHandle {
     });
     this.t0 = deps.clock.now();
     this.lastOutputTick = this.t0;
-    // Both can throw a ProcwardenError: they run before anything is spawned.
-    this.hold = createContainment(spec.containment, {
-      table: deps.table,
-      send: deps.send,
-      cookie: spec.cookie,
-    });
-    this.containment = this.hold.kind;
+    // Both can throw a ProcwardenError: they run before anything is spawned. Both hold a resource
+    // (a file, a cgroup), so the second one failing releases the first.
     this.output = new OutputCollector({ maxBytes: spec.maxBytes, onData: spec.onData, file: spec.file });
+    try {
+      this.hold = createContainment(spec.containment, {
+        table: deps.table,
+        send: deps.send,
+        cookie: spec.cookie,
+        name: id,
+        cgroups: deps.cgroups,
+      });
+    } catch (error) {
+      this.output.finish();
+      throw error;
+    }
+    this.containment = this.hold.kind;
     // From construction, not start: an abort while the run waits to start (replaceScope) ends it.
     spec.signal?.addEventListener('abort', this.onAbort, { once: true });
   }
@@ -284,6 +293,7 @@ export class ManagedRun implements RunHandle {
       escalated: report?.escalated ?? false,
       durationMs: Math.round(this.deps.clock.now() - this.t0),
       containment: this.containment,
+      ...(this.hold.fallback ? { containmentFallback: this.hold.fallback } : {}),
       stdout: this.output.result(this.spec.mode === 'pty' ? 'pty' : 'stdout'),
       stderr: this.output.result('stderr'),
       tree: {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type Clock, realClock } from '../clock.js';
+import { CgroupHost } from '../containment/index.js';
 import { ProcwardenError } from '../errors.js';
 import { defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
@@ -29,6 +30,8 @@ import { installSignalHandlers, type SignalHandlerOptions } from './signals.js';
 export interface SupervisorInternals {
   table?: ProcessTable;
   send?: SendSignal;
+  /** Where cgroup containment is probed and its cgroups are made (one per supervisor by default). */
+  cgroups?: CgroupHost;
   launchers?: Partial<Record<RunMode, Launcher>>;
 }
 
@@ -46,6 +49,7 @@ export class Supervisor {
   private readonly clock: Clock;
   private readonly table: ProcessTable;
   private readonly send: SendSignal | undefined;
+  private readonly cgroups: CgroupHost;
   private readonly launchers: Record<RunMode, Launcher>;
   private readonly defaults: SupervisorOptions['defaults'];
   private readonly registry: RunRegistry;
@@ -59,8 +63,9 @@ export class Supervisor {
 
   constructor(options: SupervisorOptions & SupervisorInternals = {}) {
     this.clock = options.clock ?? realClock;
-    this.table = options.table ?? new CoalescingTable(platformTable());
+    this.table = options.table ?? shareScans(platformTable());
     this.send = options.send;
+    this.cgroups = options.cgroups ?? new CgroupHost();
     this.defaults = options.defaults;
     this.launchers = { child: launchChild, pty: createPtyLauncher(), ...options.launchers };
     this.registry = new RunRegistry(count(options.maxExited, 'maxExited', DEFAULT_MAX_EXITED));
@@ -104,6 +109,7 @@ export class Supervisor {
       clock: this.clock,
       table: this.table,
       send: this.send,
+      cgroups: this.cgroups,
       launcher,
       onSettled: (r: ManagedRun, result: RunResult) => this.settled(r, result),
     });
@@ -262,4 +268,12 @@ function count(value: number | undefined, what: string, fallback: number): numbe
     throw new ProcwardenError('INVALID_OPTION', `${what} must be a whole number ≥ 0, got ${String(value)}.`);
   }
   return value;
+}
+
+/**
+ * Concurrent sequences share full scans where a scan reads every process's environment (procfs);
+ * tables without that cost (ps, PowerShell) are used as they are, and keep their own identity.
+ */
+function shareScans(table: ProcessTable): ProcessTable {
+  return table.findByEnv ? new CoalescingTable(table) : table;
 }

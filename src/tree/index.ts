@@ -1,18 +1,57 @@
+import { ProcwardenError } from '../errors.js';
 import { ProcfsTable } from './procfs.js';
+import { PsTable } from './ps.js';
+import { type CommandRunner, execRunner } from './runner.js';
 import type { ProcessTable } from './types.js';
+
+export { isWindowsTable, type WindowsSnapshot, WindowsTable, type WindowsTableOptions } from './windows.js';
+
 import { WindowsTable } from './windows.js';
 
 export { type BatchEnvTable, CoalescingTable } from './coalescing.js';
 export { ProcfsTable, parseStat } from './procfs.js';
+export { PsTable, parsePs } from './ps.js';
 export { ancestorsOf, descendantsOf } from './relations.js';
 export { type CommandResult, type CommandRunner, execRunner } from './runner.js';
 export { SnapshotTable } from './snapshot.js';
-export { isGone, type ProcessInfo, type ProcessTable, sameProcess } from './types.js';
-export { isWindowsTable, type WindowsSnapshot, WindowsTable, type WindowsTableOptions } from './windows.js';
+export {
+  type EnvQuery,
+  isGone,
+  type ProcessInfo,
+  type ProcessTable,
+  type Sweep,
+  sameProcess,
+} from './types.js';
 
-/** The process table of the platform we run on. */
-export function platformTable(): ProcessTable {
-  // The one place that asks which OS this is: the Windows kill path follows from the table.
-  if (process.platform === 'win32') return new WindowsTable();
-  return new ProcfsTable();
+type TableFactory = (runner: CommandRunner) => ProcessTable;
+
+const procfs: TableFactory = () => new ProcfsTable();
+const ps: TableFactory = (runner) => new PsTable(runner);
+
+/** One entry per platform; a new platform is a new entry (and a new file), not a new branch. */
+const TABLES: Partial<Record<NodeJS.Platform, TableFactory>> = {
+  linux: procfs,
+  android: procfs,
+  win32: (runner) => new WindowsTable({ runner }),
+  darwin: ps,
+  freebsd: ps,
+  openbsd: ps,
+  netbsd: ps,
+  sunos: ps,
+  aix: ps,
+};
+
+/** The process table of the platform we run on (or of `platform`, with `runner` for its commands). */
+export function platformTable(
+  platform: NodeJS.Platform = process.platform,
+  runner = execRunner,
+): ProcessTable {
+  const make = TABLES[platform];
+  if (!make) {
+    throw new ProcwardenError(
+      'UNSUPPORTED_PLATFORM',
+      `procwarden cannot read the process table on '${platform}' yet; supported: ${Object.keys(TABLES).join(', ')}.`,
+    );
+  }
+  return make(runner);
 }

@@ -1,13 +1,15 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import type { ProcessInfo, ProcessTable } from './types.js';
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import type { EnvQuery, ProcessInfo, ProcessTable, Sweep } from './types.js';
 
 /**
  * Linux process table read from /proc. Reads are synchronous on purpose: each is a few
  * microseconds from the kernel, and a snapshot taken in one go is more coherent than one
- * spread over many event-loop turns.
+ * spread over many event-loop turns. Nothing is cached between calls: every call is a fresh read.
  */
 export class ProcfsTable implements ProcessTable {
   readonly name = 'procfs';
+  /** Reused for every stat read: one open/read/close, no allocation per process. */
+  private readonly buf = Buffer.allocUnsafe(4096);
 
   constructor(private readonly root = '/proc') {}
 
@@ -17,10 +19,8 @@ export class ProcfsTable implements ProcessTable {
 
   listSync(): ProcessInfo[] {
     const out: ProcessInfo[] = [];
-    for (const entry of readdirSync(this.root)) {
-      const code = entry.charCodeAt(0);
-      if (code < 48 || code > 57) continue;
-      const info = this.getSync(Number(entry));
+    for (const pid of this.pids()) {
+      const info = this.getSync(pid);
       if (info) out.push(info);
     }
     return out;
@@ -31,30 +31,81 @@ export class ProcfsTable implements ProcessTable {
   }
 
   getSync(pid: number): ProcessInfo | null {
-    let text: string;
-    try {
-      text = readFileSync(`${this.root}/${pid}/stat`, 'utf8');
-    } catch {
-      return null; // vanished between readdir and read, or never existed
-    }
-    return parseStat(text);
+    const text = this.readSmall(`${this.root}/${pid}/stat`);
+    return text === null ? null : parseStat(text); // null: vanished between readdir and read
   }
 
   async findByEnv(name: string, value: string): Promise<number[]> {
-    const needle = Buffer.from(`${name}=${value}\0`);
-    const found: number[] = [];
+    const needle = envNeedle(name, value);
+    return this.pids().filter((pid) => this.holds(pid, needle));
+  }
+
+  async sweep(query: EnvQuery): Promise<Sweep> {
+    return this.sweepSync(query);
+  }
+
+  /**
+   * One readdir for both the table and the environment search. Environments are read only for
+   * processes that started no earlier than the first holder: nothing older can have inherited it.
+   */
+  sweepSync(query: EnvQuery): Sweep {
+    const needle = envNeedle(query.name, query.value);
+    const from = query.firstHolder ? Number(query.firstHolder.startTime) : 0;
+    const processes: ProcessInfo[] = [];
+    const holders = new Set<number>();
+    let vanished = 0;
+    for (const pid of this.pids()) {
+      const info = this.getSync(pid);
+      if (!info) {
+        vanished++;
+        continue;
+      }
+      processes.push(info);
+      if (Number(info.startTime) >= from && this.holds(pid, needle)) holders.add(pid);
+    }
+    return { processes, holders, vanished };
+  }
+
+  private pids(): number[] {
+    const out: number[] = [];
     for (const entry of readdirSync(this.root)) {
       const code = entry.charCodeAt(0);
-      if (code < 48 || code > 57) continue;
-      let env: Buffer;
-      try {
-        env = readFileSync(`${this.root}/${entry}/environ`);
-      } catch {
-        continue; // gone, or not ours to read
-      }
-      if (hasEntry(env, needle)) found.push(Number(entry));
+      if (code >= 48 && code <= 57) out.push(Number(entry));
     }
-    return found;
+    return out;
+  }
+
+  private holds(pid: number, needle: Buffer): boolean {
+    let env: Buffer;
+    try {
+      env = readFileSync(`${this.root}/${pid}/environ`);
+    } catch {
+      return false; // gone, or not ours to read
+    }
+    return hasEntry(env, needle);
+  }
+
+  private readSmall(path: string): string | null {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch {
+      return null;
+    }
+    try {
+      let length = 0;
+      for (;;) {
+        const n = readSync(fd, this.buf, length, this.buf.length - length, null);
+        if (n === 0) break;
+        length += n;
+        if (length === this.buf.length) return readFileSync(path, 'utf8'); // unusually long: read whole
+      }
+      return this.buf.toString('utf8', 0, length);
+    } catch {
+      return null; // ESRCH: the process exited between open and read
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /**
@@ -87,6 +138,8 @@ export class ProcfsTable implements ProcessTable {
     return found;
   }
 }
+
+const envNeedle = (name: string, value: string) => Buffer.from(`${name}=${value}\0`);
 
 function hasEntry(env: Buffer, needle: Buffer): boolean {
   let from = 0;

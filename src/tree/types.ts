@@ -3,11 +3,31 @@ export interface ProcessInfo {
   pid: number;
   ppid: number;
   pgid: number;
+  /** Session id; -1 where the table cannot tell (ps on macOS prints no session id). */
   sid: number;
   startTime: string;
   /** One-letter state as ps prints it: R, S, D, T, Z, X... */
   state: string;
   command: string;
+}
+
+/** What one sweep looks for besides the table: holders of `NAME=value` in their environment. */
+export interface EnvQuery {
+  name: string;
+  value: string;
+  /**
+   * The process the value was first given to. Everything that holds it descends from that process,
+   * so a table that can order start times skips reading the environment of older processes.
+   */
+  firstHolder?: ProcessInfo | null;
+}
+
+export interface Sweep {
+  processes: ProcessInfo[];
+  /** Pids (of `processes`) whose environment holds the queried entry. */
+  holders: Set<number>;
+  /** Entries listed by the directory read that were gone by the time they were read. */
+  vanished: number;
 }
 
 /** Everything procwarden needs to know about processes, one implementation per platform. */
@@ -22,6 +42,11 @@ export interface ProcessTable {
    * environments (procfs) offer it.
    */
   findByEnv?(name: string, value: string): Promise<number[]>;
+  /**
+   * list() and findByEnv() in one pass over the table (one directory read on procfs). Optional,
+   * offered by the tables that offer findByEnv.
+   */
+  sweep?(query: EnvQuery): Promise<Sweep>;
 }
 
 /** Zombies and dead entries count as gone: on hosts whose PID 1 does not reap, they stay forever. */

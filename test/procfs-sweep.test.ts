@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ProcfsTable } from '../src/tree/index.js';
+import { alive, LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+/** A fake /proc with the given processes (stat + environ files). */
+function fakeProc(procs: { pid: number; start: number; env: string }[]): string {
+  const root = leaks.trackDir(makeTmp());
+  for (const p of procs) {
+    mkdirSync(join(root, String(p.pid)));
+    const stat = `${p.pid} (sh) S 1 ${p.pid} ${p.pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 ${p.start} 0 0`;
+    writeFileSync(join(root, String(p.pid), 'stat'), stat);
+    writeFileSync(join(root, String(p.pid), 'environ'), p.env);
+  }
+  writeFileSync(join(root, 'uptime'), '1.0 1.0'); // non-numeric entries are skipped
+  return root;
+}
+
+describe('procfs sweep', () => {
+  it('finds cookie holders in the same pass as the table', async () => {
+    const cookie = `sweep-${process.pid}`;
+    const child = spawn('sleep', ['30'], { env: { PATH: process.env.PATH, PROCWARDEN_RUN: cookie } });
+    leaks.track(child.pid);
+    const table = new ProcfsTable();
+    await waitFor(() => table.getSync(child.pid ?? 0)?.command === 'sleep');
+    const sweep = table.sweepSync({ name: 'PROCWARDEN_RUN', value: cookie });
+    expect([...sweep.holders]).toEqual([child.pid]);
+    expect(sweep.processes.some((p) => p.pid === child.pid)).toBe(true);
+    expect(sweep.processes.some((p) => p.pid === process.pid)).toBe(true);
+    child.kill('SIGKILL');
+    await waitFor(() => !alive(child.pid ?? 0));
+  });
+
+  it('matches whole entries only, the last one even without its NUL', () => {
+    const root = fakeProc([
+      { pid: 10, start: 5, env: 'A=1\0PROCWARDEN_RUN=abc\0' },
+      { pid: 11, start: 5, env: 'A=1\0PROCWARDEN_RUN=abc' },
+      { pid: 12, start: 5, env: 'XPROCWARDEN_RUN=abc\0PROCWARDEN_RUN=abcd\0' },
+    ]);
+    const sweep = new ProcfsTable(root).sweepSync({ name: 'PROCWARDEN_RUN', value: 'abc' });
+    expect([...sweep.holders].sort()).toEqual([10, 11]);
+    expect(sweep.processes.map((p) => p.pid).sort()).toEqual([10, 11, 12]);
+  });
+
+  it('does not read the environment of processes older than the first holder', () => {
+    const root = fakeProc([
+      { pid: 20, start: 100, env: 'PROCWARDEN_RUN=r1\0' },
+      { pid: 21, start: 500, env: 'PROCWARDEN_RUN=r1\0' },
+      { pid: 22, start: 700, env: 'PROCWARDEN_RUN=r1\0' },
+    ]);
+    const table = new ProcfsTable(root);
+    const first = table.getSync(21);
+    const sweep = table.sweepSync({ name: 'PROCWARDEN_RUN', value: 'r1', firstHolder: first });
+    expect([...sweep.holders].sort()).toEqual([21, 22]);
+    expect(sweep.processes).toHaveLength(3);
+  });
+
+  it('an entry that vanishes mid-scan is skipped, not an error', () => {
+    const root = fakeProc([{ pid: 30, start: 1, env: '' }]);
+    mkdirSync(join(root, '31')); // listed, but its stat is gone
+    expect(new ProcfsTable(root).listSync().map((p) => p.pid)).toEqual([30]);
+    expect(new ProcfsTable(root).getSync(31)).toBeNull();
+  });
+});

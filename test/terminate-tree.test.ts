@@ -1,0 +1,178 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ProcwardenError, terminateTree } from '../src/index.js';
+import { type ProcessTable, ProcfsTable, PsTable } from '../src/tree/index.js';
+import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+/** Starts a fixture the way some other program would (not through procwarden) and waits for it. */
+async function startTree(script: string, ...args: string[]) {
+  const dir = leaks.trackDir(makeTmp());
+  const child = spawn(fixture(script), [dir, ...args], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c));
+  leaks.track(child.pid);
+  await waitFor(() => out.includes('ready'), { what: `${script} ready` });
+  return { pid: child.pid ?? 0, dir };
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ProcwardenError);
+    return (error as ProcwardenError).code;
+  }
+  return 'resolved';
+}
+
+describe('terminateTree on trees procwarden did not start', () => {
+  it('ends the root and its descendants gracefully and reports each pid', async () => {
+    const { pid, dir } = await startTree('parent-exits.sh');
+    const child = readPids(dir).get('child') ?? 0;
+    const report = await terminateTree(pid, { graceMs: 3000 });
+    expect(alive(pid)).toBe(false);
+    expect(alive(child)).toBe(false);
+    expect(exists(join(dir, 'child.done'))).toBe(true);
+    expect(report.escalated).toBe(false);
+    expect(report.graceUsedMs).toBeNull();
+    for (const p of [pid, child]) {
+      const m = report.members.find((r) => r.pid === p);
+      expect(m?.command).toBe('bash');
+      expect(m?.outcome).toBe('exited-in-grace');
+      expect(m?.signals.map((s) => s.signal)).toEqual(['SIGTERM']);
+      expect(m?.signals[0]?.atMs).toBeGreaterThanOrEqual(0);
+    }
+    expect(report.signalled).toBeGreaterThanOrEqual(2);
+    expect(report.durationMs).toBeLessThan(3000);
+  });
+
+  it('SIGKILLs what ignores the graceful signal once the grace is over, and says when', async () => {
+    const { pid, dir } = await startTree('orphan-ignores-term.sh');
+    const child = readPids(dir).get('child') ?? 0;
+    const report = await terminateTree(pid, { graceMs: 300 });
+    expect(alive(child)).toBe(false);
+    expect(report.escalated).toBe(true);
+    expect(report.graceUsedMs).toBeGreaterThanOrEqual(290);
+    const c = report.members.find((r) => r.pid === child);
+    expect(c?.outcome).toBe('killed');
+    expect(c?.signals.map((s) => s.signal)).toEqual(['SIGTERM', 'SIGKILL']);
+    expect(c?.signals[1]?.atMs).toBeGreaterThanOrEqual(290);
+    expect(report.members.find((r) => r.pid === pid)?.outcome).toBe('exited-in-grace');
+    expect(report.killed).toBeGreaterThanOrEqual(1);
+  });
+
+  it('includeRoot: false ends the descendants only', async () => {
+    const { pid, dir } = await startTree('setsid-child.sh');
+    const escapee = readPids(dir).get('escapee') ?? 0;
+    const report = await terminateTree(pid, { includeRoot: false, graceMs: 500 });
+    expect(alive(escapee)).toBe(false);
+    expect(alive(pid)).toBe(true);
+    expect(report.members.map((m) => m.pid)).not.toContain(pid);
+    process.kill(pid, 'SIGKILL');
+    await waitFor(() => !alive(pid));
+  });
+
+  it('continues a stopped tree so that it can act on the signal', async () => {
+    const { pid, dir } = await startTree('stopped.sh');
+    await waitFor(() => new ProcfsTable().getSync(pid)?.state === 'T');
+    const report = await terminateTree(pid, { graceMs: 3000, signal: 'term' });
+    expect(report.escalated).toBe(false);
+    expect(exists(join(dir, 'term.done'))).toBe(true);
+  });
+
+  it('EPERM from the kernel is reported, and the sequence goes on', async () => {
+    const { pid, dir } = await startTree('parent-exits.sh');
+    const child = readPids(dir).get('child') ?? 0;
+    const report = await terminateTree(pid, {
+      graceMs: 200,
+      send: (target, sig) => {
+        if (target === child && sig === 'SIGTERM')
+          throw Object.assign(new Error('denied'), { code: 'EPERM' });
+        process.kill(target, sig);
+      },
+    });
+    expect(alive(child)).toBe(false);
+    expect(report.notes.join('\n')).toContain(`SIGTERM to pid ${child} failed: EPERM`);
+    expect(report.members.find((r) => r.pid === child)?.outcome).toBe('killed');
+  });
+
+  it('a /proc entry that vanishes between the listing and its read is reported as gone', async () => {
+    const { pid } = await startTree('ignore-term.sh');
+    const real = new ProcfsTable();
+    const phantom = 4_000_000; // above pid_max: listed, but never readable
+    let listed = false;
+    const table: ProcessTable = {
+      name: 'vanishing',
+      get: (p) => real.get(p),
+      list: async () => {
+        const now = await real.list();
+        if (listed) return now;
+        listed = true;
+        return [
+          ...now,
+          { pid: phantom, ppid: pid, pgid: pid, sid: pid, startTime: '1', state: 'S', command: 'ghost' },
+        ];
+      },
+    };
+    const report = await terminateTree(pid, { graceMs: 100, table });
+    expect(alive(pid)).toBe(false);
+    expect(report.members.find((r) => r.pid === phantom)).toMatchObject({
+      command: 'ghost',
+      outcome: 'gone-before-signal',
+      signals: [],
+    });
+    expect(report.signalled).toBe(report.members.length - 1);
+  });
+
+  it('works through the ps backend too (forced on Linux, with the real ps)', async () => {
+    const { pid, dir } = await startTree('parent-exits.sh');
+    const child = readPids(dir).get('child') ?? 0;
+    const report = await terminateTree(pid, { graceMs: 3000, table: new PsTable() });
+    expect(alive(pid)).toBe(false);
+    expect(alive(child)).toBe(false);
+    expect(report.members.map((m) => m.pid)).toEqual(expect.arrayContaining([pid, child]));
+  });
+});
+
+describe('terminateTree refuses bad targets with a typed error, signalling nothing', () => {
+  it('INVALID_PID for what is not a positive integer', async () => {
+    for (const bad of [0, -5, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '12' as unknown as number]) {
+      expect(await codeOf(terminateTree(bad))).toBe('INVALID_PID');
+    }
+  });
+
+  it('FORBIDDEN_TARGET for PID 1, ourselves and our ancestors', async () => {
+    expect(await codeOf(terminateTree(1))).toBe('FORBIDDEN_TARGET');
+    expect(await codeOf(terminateTree(process.pid))).toBe('FORBIDDEN_TARGET');
+    expect(await codeOf(terminateTree(process.ppid))).toBe('FORBIDDEN_TARGET');
+  });
+
+  it('NO_SUCH_PROCESS for a pid nothing has', async () => {
+    const child = spawn('true');
+    await new Promise((r) => child.once('exit', r));
+    await waitFor(() => !alive(child.pid ?? 0));
+    expect(await codeOf(terminateTree(child.pid ?? 0))).toBe('NO_SUCH_PROCESS');
+  });
+
+  it('bad options are typed errors too', async () => {
+    const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });
+    leaks.track(sleeper.pid);
+    const pid = sleeper.pid ?? 0;
+    expect(await codeOf(terminateTree(pid, { graceMs: -1 }))).toBe('INVALID_DURATION');
+    expect(await codeOf(terminateTree(pid, { signal: 'SIGNOPE' }))).toBe('INVALID_SIGNAL');
+    expect(await codeOf(terminateTree(pid, { includeRoot: 'no' as unknown as boolean }))).toBe(
+      'INVALID_OPTION',
+    );
+    expect(await codeOf(terminateTree(pid, null as unknown as object))).toBe('INVALID_OPTION');
+    expect(alive(pid)).toBe(true);
+    sleeper.kill('SIGKILL');
+    await waitFor(() => !alive(pid));
+  });
+});

@@ -1,0 +1,320 @@
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Supervisor } from '../src/index.js';
+import type { SendSignal } from '../src/kill/index.js';
+import { type MemberKind, type MemberStart, type TreeNode, writeTree } from './fixtures/tree.mjs';
+import { cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
+import { makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+/**
+ * The zero-survivor proof: random process trees (depth <= 4, width <= 5) mixing every way a process
+ * can try to outlive its run, ended by a random trigger in each containment mode. Two properties:
+ * nothing of the tree is alive when `result` resolves (env -i escapees are only required to die in
+ * cgroup mode), and no signal ever reaches a process outside the tree (every signal procwarden
+ * sends goes through a recorder that checks its target, and each member of a target group, first).
+ *
+ * PROCWARDEN_FUZZ_RUNS=N runs N trees (default 200); PROCWARDEN_FUZZ_SEED=S replays a sequence
+ * (tree i uses seed S + i, so a failing tree replays alone with its own seed and RUNS=1).
+ */
+const RUNS = Number(process.env.PROCWARDEN_FUZZ_RUNS ?? 200);
+const SEED = Number(process.env.PROCWARDEN_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const CONCURRENCY = 6;
+const MAX_MEMBERS = 8;
+const cgroupSkip = cgroupSkipReason();
+const MODES: Array<'cgroup' | 'process-group' | 'none'> =
+  cgroupSkip === null ? ['cgroup', 'process-group', 'none'] : ['process-group', 'none'];
+type Trigger = 'timeout' | 'cancel' | 'abort' | 'exit';
+
+/** mulberry32: small, fast, and the same on every machine. */
+function prng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
+  const pick = <T>(items: readonly T[]): T => items[int(0, items.length - 1)] as T;
+  return { next, int, pick };
+}
+
+interface Case {
+  seed: number;
+  mode: (typeof MODES)[number];
+  trigger: Trigger;
+  graceMs: number;
+  timeoutMs: number;
+  /** cancel/abort: wait for the whole tree first, then this many ms; or fire this many ms after spawn. */
+  waitForTree: boolean;
+  delayMs: number;
+  root: TreeNode;
+}
+
+const STARTS: MemberStart[] = ['child', 'child', 'setsid', 'doublefork', 'envi'];
+const KINDS: MemberKind[] = ['plain', 'trapper', 'trapper', 'ignorer', 'stopped', 'forker'];
+
+function generate(seed: number): Case {
+  const rng = prng(seed);
+  const trigger = rng.pick<Trigger>(['timeout', 'cancel', 'abort', 'exit']);
+  let budget = rng.int(1, MAX_MEMBERS);
+  let n = 0;
+  const node = (depth: number, start: MemberStart, kind: MemberKind): TreeNode => {
+    budget--;
+    const self: TreeNode = { id: `n${n++}`, start, kind, children: [] };
+    if (kind === 'exits') self.exitAfter = rng.int(5, 30) / 100;
+    const width = depth < 4 ? Math.min(rng.int(0, 5), budget) : 0;
+    for (let i = 0; i < width && budget > 0; i++) {
+      self.children.push(node(depth + 1, rng.pick(STARTS), rng.pick(KINDS)));
+    }
+    return self;
+  };
+  const root = node(1, 'child', trigger === 'exit' ? 'exits' : rng.pick(KINDS));
+  return {
+    seed,
+    mode: rng.pick(MODES),
+    trigger,
+    graceMs: rng.int(50, 250),
+    timeoutMs: rng.int(20, 300),
+    waitForTree: rng.next() < 0.7,
+    delayMs: rng.int(0, 150),
+    root,
+  };
+}
+
+const flatten = (n: TreeNode): TreeNode[] => [n, ...n.children.flatMap(flatten)];
+
+function environ(pid: number): Buffer | null {
+  try {
+    return readFileSync(`/proc/${pid}/environ`);
+  } catch {
+    return null;
+  }
+}
+
+function stat(pid: number): { state: string; ppid: number; pgid: number; sid: number; start: string } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return {
+      state: f[0] ?? '?',
+      ppid: Number(f[1]),
+      pgid: Number(f[2]),
+      sid: Number(f[3]),
+      start: f[19] ?? '',
+    };
+  } catch {
+    return null;
+  }
+}
+
+function cgroupOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+const pids = () =>
+  readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number);
+
+/** Live processes of this tree (by the marker every member carries), with whether they cleared their env. */
+function treeProcesses(dir: string): { pid: number; envi: boolean }[] {
+  const marker = Buffer.from(`PW_FUZZ_TREE=${dir}\0`);
+  const out: { pid: number; envi: boolean }[] = [];
+  for (const pid of pids()) {
+    if (pid === process.pid) continue;
+    const env = environ(pid);
+    const st = stat(pid);
+    if (!env || !st || st.state === 'Z' || st.state === 'X' || !env.includes(marker)) continue;
+    out.push({ pid, envi: env.includes(Buffer.from('PW_FUZZ_ENVI=1\0')) });
+  }
+  return out;
+}
+
+/**
+ * The recording `send`: before any signal leaves, every process it would reach must carry this
+ * tree's marker. A process that is exiting (or a zombie) shows an empty environment; it passes when
+ * the same identity (pid + start time) was verified before, its parent carries the marker, it is in
+ * the run's cgroup, or its session or group was founded by the run's root or a verified member (a
+ * session or group number cannot be recycled while the group has members). A target outside the tree is recorded as
+ * a violation and never signalled.
+ */
+function recorder(
+  dir: string,
+  violations: string[],
+  stats: { sent: number; groups: number },
+  run: () => { id: string; pid: number | undefined } | undefined = () => undefined,
+): SendSignal {
+  const marker = Buffer.from(`PW_FUZZ_TREE=${dir}\0`);
+  const verified = new Map<number, string>();
+  const founders = new Set<number>();
+  const ours = (pid: number): boolean => {
+    const env = environ(pid);
+    const st = stat(pid);
+    if (!st) return true; // no such process: the signal reaches nobody
+    if (env?.includes(marker)) {
+      verified.set(pid, st.start);
+      if (st.sid === pid || st.pgid === pid) founders.add(pid);
+      return true;
+    }
+    if (env && env.length > 0) return false;
+    const r = run();
+    return (
+      verified.get(pid) === st.start ||
+      environ(st.ppid)?.includes(marker) === true ||
+      (r !== undefined && cgroupOf(pid).includes(`/${r.id}\n`)) ||
+      founders.has(st.sid) ||
+      founders.has(st.pgid) ||
+      (r?.pid !== undefined && (st.sid === r.pid || st.pgid === r.pid))
+    );
+  };
+  return (target, signal) => {
+    const reached = target > 0 ? [target] : pids().filter((p) => stat(p)?.pgid === -target);
+    const outside = reached.filter((p) => !ours(p));
+    if (outside.length > 0) {
+      violations.push(`${signal} to ${target} would reach pids outside the tree: ${outside.join(', ')}`);
+      return;
+    }
+    stats.sent++;
+    if (target < 0) stats.groups++;
+    process.kill(target, signal);
+  };
+}
+
+async function runCase(c: Case, stats: { sent: number; groups: number }): Promise<string[]> {
+  const dir = makeTmp('pw-fuzz-');
+  const problems: string[] = [];
+  try {
+    const script = writeTree(dir, c.root);
+    let run: { id: string; pid: number | undefined } | undefined;
+    const sup = new Supervisor({ send: recorder(dir, problems, stats, () => run) });
+    const controller = new AbortController();
+    const handle = sup.spawn({
+      argv: ['/bin/sh', script],
+      env: { PW_FUZZ_TREE: dir },
+      containment: c.mode,
+      graceMs: c.graceMs,
+      drainMs: 100,
+      leftovers: 'kill',
+      ...(c.trigger === 'timeout' ? { timeoutMs: c.timeoutMs } : {}),
+      signal: controller.signal,
+    });
+    run = { id: handle.id, pid: handle.pid };
+    if (c.trigger === 'cancel' || c.trigger === 'abort') {
+      if (c.waitForTree) await treeBuilt(dir, c.root);
+      await new Promise((r) => setTimeout(r, c.delayMs));
+      if (c.trigger === 'cancel') handle.cancel('fuzz');
+      else controller.abort();
+    }
+    const result = await handle.result;
+    const expected =
+      c.trigger === 'exit'
+        ? ['exit', 'signal']
+        : [c.trigger === 'timeout' ? 'overall-timeout' : c.trigger === 'cancel' ? 'cancelled' : 'aborted'];
+    // A root that dies early (SIGHUP of an orphaned stopped group...) ends the run before the trigger.
+    if (!expected.includes(result.reason) && !['exit', 'signal'].includes(result.reason)) {
+      problems.push(`unexpected reason ${result.reason}`);
+    }
+    if (result.containment !== c.mode) problems.push(`containment ${result.containment}, asked ${c.mode}`);
+    const left = treeProcesses(dir);
+    const survivors = left.filter((p) => c.mode === 'cgroup' || !p.envi);
+    if (survivors.length > 0) {
+      const names = [...readPids(dir)]
+        .filter(([, pid]) => survivors.some((s) => s.pid === pid))
+        .map(([n]) => n);
+      const about = survivors.map((s) => {
+        const st = stat(s.pid);
+        let cmd = '';
+        try {
+          cmd = readFileSync(`/proc/${s.pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+        } catch {
+          // gone
+        }
+        return `${s.pid} [${cmd}] state=${st?.state} ppid=${st?.ppid} pgid=${st?.pgid}`;
+      });
+      problems.push(
+        `survivors: ${about.join('; ')} (${names.join(', ') || 'unnamed'}) reason=${result.reason} report=${JSON.stringify(result.tree.report?.members.map((m) => [m.pid, m.command, m.outcome, m.signals.map((x) => `${x.signal}@${x.atMs}`).join(' ')]))}`,
+      );
+    }
+    for (const p of left) {
+      try {
+        process.kill(p.pid, 'SIGKILL'); // ours by marker; env -i escapees outside cgroup mode end here
+      } catch {
+        // gone meanwhile
+      }
+    }
+    if (c.mode === 'cgroup' && existsSync(join(parentCgroup() ?? '/nonexistent', handle.id))) {
+      problems.push(`run cgroup ${handle.id} not removed`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return problems;
+}
+
+/** Every member's pid file written and every stopped member stopped (bounded: slow machines go on). */
+async function treeBuilt(dir: string, root: TreeNode): Promise<void> {
+  const nodes = flatten(root);
+  await waitFor(
+    () => {
+      const found = readPids(dir);
+      return nodes.every((n) => {
+        const pid = found.get(n.id);
+        return pid !== undefined && (n.kind !== 'stopped' || stat(pid)?.state === 'T');
+      });
+    },
+    { timeoutMs: 3000, what: 'tree built' },
+  ).catch(() => undefined);
+}
+
+describe('zero survivors', () => {
+  it('the recorder refuses (and never sends) a signal to a process outside the tree', () => {
+    const violations: string[] = [];
+    const stats = { sent: 0, groups: 0 };
+    const send = recorder(makeTmp('pw-fuzz-'), violations, stats);
+    send(process.pid, 'SIGCONT');
+    send(-(stat(process.pid)?.pgid ?? 0), 'SIGCONT');
+    expect(violations).toHaveLength(2);
+    expect(violations[0]).toContain(`outside the tree: ${process.pid}`);
+    expect(stats.sent).toBe(0);
+  });
+
+  it(
+    `${RUNS} random trees in ${MODES.join(', ')} mode${cgroupSkip ? ` (cgroup mode skipped: ${cgroupSkip})` : ''}; seed ${SEED}`,
+    async () => {
+      const failures: string[] = [];
+      const stats = { sent: 0, groups: 0 };
+      const modes = new Map<string, number>();
+      let next = 0;
+      const worker = async () => {
+        while (next < RUNS) {
+          const c = generate(SEED + next++);
+          modes.set(`${c.mode}/${c.trigger}`, (modes.get(`${c.mode}/${c.trigger}`) ?? 0) + 1);
+          const problems = await runCase(c, stats);
+          if (problems.length > 0) {
+            failures.push(
+              `seed ${c.seed} (replay: PROCWARDEN_FUZZ_SEED=${c.seed} PROCWARDEN_FUZZ_RUNS=1) mode=${c.mode} trigger=${c.trigger} grace=${c.graceMs}: ${problems.join('; ')}\n  tree: ${JSON.stringify(c.root)}`,
+            );
+          }
+        }
+      };
+      try {
+        await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+      } finally {
+        await sweepCgroups();
+      }
+      expect(failures, `base seed ${SEED}`).toEqual([]);
+      // The checks saw real traffic: signals by pid and, outside cgroup mode, to whole groups.
+      expect(stats.sent).toBeGreaterThan(RUNS);
+      if (MODES.includes('process-group') && RUNS >= 20) expect(stats.groups).toBeGreaterThan(0);
+      expect(modes.size).toBeGreaterThan(Math.min(RUNS, MODES.length * 4) / 2);
+    },
+    RUNS * 3000 + 60_000,
+  );
+});
