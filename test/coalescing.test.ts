@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type BatchEnvTable, CoalescingTable, type ProcessInfo } from '../src/tree/index.js';
+import { type BatchSweepTable, CoalescingTable, type EnvQuery, type ProcessInfo } from '../src/tree/index.js';
 
 const proc = (pid: number): ProcessInfo => ({
   pid,
@@ -12,9 +12,9 @@ const proc = (pid: number): ProcessInfo => ({
 });
 
 function fakeTable(withEnv = true) {
-  const calls = { list: 0, get: 0, env: [] as string[][] };
+  const calls = { list: 0, get: 0, sweeps: [] as string[][] };
   let generation = 0;
-  const table: BatchEnvTable = {
+  const table: BatchSweepTable = {
     name: 'fake',
     async list() {
       calls.list++;
@@ -28,9 +28,9 @@ function fakeTable(withEnv = true) {
     ...(withEnv
       ? {
           findByEnv: async () => [],
-          async findByEnvValues(_name: string, values: ReadonlySet<string>) {
-            calls.env.push([...values]);
-            return new Map([...values].map((v, i) => [v, [i + 1]]));
+          async sweepMany(queries: readonly EnvQuery[]) {
+            calls.sweeps.push(queries.map((q) => q.value));
+            return queries.map((_, i) => ({ processes: [], holders: new Set([i + 1]), vanished: 0 }));
           },
         }
       : {}),
@@ -51,12 +51,22 @@ describe('CoalescingTable', () => {
     expect(later[0]?.pid).toBe(102);
   });
 
-  it('cookie sweeps of many runs are one pass; each caller gets its own answer', async () => {
+  it('sweeps of many runs are one pass; each caller gets its own answer', async () => {
     const { table, calls } = fakeTable();
     const t = new CoalescingTable(table);
-    const answers = await Promise.all(['r1', 'r2', 'r3'].map((v) => t.findByEnv?.('PROCWARDEN_RUN', v)));
-    expect(calls.env).toEqual([['r1', 'r2', 'r3']]);
-    expect(answers).toEqual([[1], [2], [3]]);
+    const answers = await Promise.all(
+      ['r1', 'r2', 'r3'].map((value) => t.sweep?.({ name: 'PROCWARDEN_RUN', value })),
+    );
+    expect(calls.sweeps).toEqual([['r1', 'r2', 'r3']]);
+    expect(answers.map((a) => [...(a?.holders ?? [])])).toEqual([[1], [2], [3]]);
+    expect(await Promise.all(['r4', 'r5'].map((v) => t.findByEnv?.('PROCWARDEN_RUN', v)))).toEqual([
+      [1],
+      [2],
+    ]);
+    expect(calls.sweeps).toEqual([
+      ['r1', 'r2', 'r3'],
+      ['r4', 'r5'],
+    ]);
   });
 
   it('identity checks are never shared, and a table without environments offers no sweep', async () => {
@@ -65,5 +75,6 @@ describe('CoalescingTable', () => {
     await Promise.all([t.get(5), t.get(5)]);
     expect(calls.get).toBe(2);
     expect(t.findByEnv).toBeUndefined();
+    expect(t.sweep).toBeUndefined();
   });
 });

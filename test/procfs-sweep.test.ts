@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProcfsTable } from '../src/tree/index.js';
+import { ProcfsTable, type Sweep } from '../src/tree/index.js';
 import { alive, LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
@@ -28,7 +28,7 @@ describe('procfs sweep', () => {
     leaks.track(child.pid);
     const table = new ProcfsTable();
     await waitFor(() => table.getSync(child.pid ?? 0)?.command === 'sleep');
-    const sweep = table.sweepSync({ name: 'PROCWARDEN_RUN', value: cookie });
+    const sweep = table.sweepManySync([{ name: 'PROCWARDEN_RUN', value: cookie }])[0] as Sweep;
     expect([...sweep.holders]).toEqual([child.pid]);
     expect(sweep.processes.some((p) => p.pid === child.pid)).toBe(true);
     expect(sweep.processes.some((p) => p.pid === process.pid)).toBe(true);
@@ -42,9 +42,26 @@ describe('procfs sweep', () => {
       { pid: 11, start: 5, env: 'A=1\0PROCWARDEN_RUN=abc' },
       { pid: 12, start: 5, env: 'XPROCWARDEN_RUN=abc\0PROCWARDEN_RUN=abcd\0' },
     ]);
-    const sweep = new ProcfsTable(root).sweepSync({ name: 'PROCWARDEN_RUN', value: 'abc' });
+    const sweep = new ProcfsTable(root).sweepManySync([{ name: 'PROCWARDEN_RUN', value: 'abc' }])[0] as Sweep;
     expect([...sweep.holders].sort()).toEqual([10, 11]);
     expect(sweep.processes.map((p) => p.pid).sort()).toEqual([10, 11, 12]);
+  });
+
+  it('answers many queries in one pass, each with its own value and floor', () => {
+    const root = fakeProc([
+      { pid: 30, start: 100, env: 'PROCWARDEN_RUN=a\0' },
+      { pid: 31, start: 300, env: 'PROCWARDEN_RUN=a\0' },
+      { pid: 32, start: 300, env: 'PROCWARDEN_RUN=b\0' },
+      { pid: 33, start: 50, env: 'PROCWARDEN_RUN=b\0' },
+    ]);
+    const table = new ProcfsTable(root);
+    const [a, b] = table.sweepManySync([
+      { name: 'PROCWARDEN_RUN', value: 'a', firstHolder: table.getSync(31) },
+      { name: 'PROCWARDEN_RUN', value: 'b' },
+    ]);
+    expect([...(a?.holders ?? [])]).toEqual([31]);
+    expect([...(b?.holders ?? [])].sort()).toEqual([32, 33]);
+    expect(a?.processes).toBe(b?.processes);
   });
 
   it('does not read the environment of processes older than the first holder', () => {
@@ -55,7 +72,9 @@ describe('procfs sweep', () => {
     ]);
     const table = new ProcfsTable(root);
     const first = table.getSync(21);
-    const sweep = table.sweepSync({ name: 'PROCWARDEN_RUN', value: 'r1', firstHolder: first });
+    const sweep = table.sweepManySync([
+      { name: 'PROCWARDEN_RUN', value: 'r1', firstHolder: first },
+    ])[0] as Sweep;
     expect([...sweep.holders].sort()).toEqual([21, 22]);
     expect(sweep.processes).toHaveLength(3);
   });

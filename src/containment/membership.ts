@@ -55,6 +55,10 @@ export class TreeMembership {
       if (p && !isGone(p) && !this.guard.forbidsPid(p.pid)) members.set(key(p), p);
     };
 
+    // The root may have been read before it called setsid (forkpty does so after the fork):
+    // its current row, same process, has the group and session it really leads.
+    const current = this.root && byPid.get(this.root.pid);
+    if (current && current.startTime === this.root?.startTime) this.root = current;
     const root = this.root;
     const group = this.useGroup && root ? this.groupOf(root, byPid) : null;
     if (group !== null) for (const p of list) if (p.pgid === group && p.sid === root?.sid) add(p);

@@ -1,31 +1,32 @@
-import type { ProcessInfo, ProcessTable } from './types.js';
+import type { EnvQuery, ProcessInfo, ProcessTable, Sweep } from './types.js';
 
-/** A table that can answer many environment lookups of one variable in a single pass. */
-export interface BatchEnvTable extends ProcessTable {
-  findByEnvValues?(name: string, values: ReadonlySet<string>): Promise<Map<string, number[]>>;
+/** A table that can answer many sweeps in a single pass. */
+export interface BatchSweepTable extends ProcessTable {
+  sweepMany?(queries: readonly EnvQuery[]): Promise<Sweep[]>;
 }
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
- * When many runs end at once (a shutdown of hundreds), each termination sequence asks for a full
- * snapshot and a cookie sweep, and each costs a read of every /proc entry. Requests made before a
- * snapshot is taken share it: the snapshot is taken on the next turn, after every sharer asked, so
- * no one gets an older view than a private one would have given. `get` (the identity check before
- * each signal) is never shared.
+ * When many runs end at once (a shutdown of hundreds), each termination sequence asks for full
+ * sweeps, and each costs a read of every /proc entry. Requests made before a pass is taken share
+ * it: the pass is taken on the next turn, after every sharer asked, so no one gets an older view
+ * than a private one would have given. `get` (the identity check before each signal) is never shared.
  */
 export class CoalescingTable implements ProcessTable {
   readonly name: string;
   readonly findByEnv: ProcessTable['findByEnv'];
+  readonly sweep: ProcessTable['sweep'];
   private pendingList: Promise<ProcessInfo[]> | null = null;
-  private readonly pendingEnv = new Map<
-    string,
-    { values: Set<string>; answer: Promise<Map<string, number[]>> }
-  >();
+  private pendingSweeps: { queries: EnvQuery[]; answer: Promise<Sweep[]> } | null = null;
 
-  constructor(private readonly inner: BatchEnvTable) {
+  constructor(private readonly inner: BatchSweepTable) {
     this.name = inner.name;
-    this.findByEnv = inner.findByEnv ? (name, value) => this.sharedEnvLookup(name, value) : undefined;
+    const batched = inner.sweepMany;
+    this.sweep = batched ? (query) => this.sharedSweep(query, batched.bind(inner)) : inner.sweep?.bind(inner);
+    this.findByEnv = batched
+      ? async (name, value) => [...(await this.sharedSweep({ name, value }, batched.bind(inner))).holders]
+      : inner.findByEnv?.bind(inner);
   }
 
   get(pid: number): Promise<ProcessInfo | null> {
@@ -40,25 +41,20 @@ export class CoalescingTable implements ProcessTable {
     return this.pendingList;
   }
 
-  private sharedEnvLookup(name: string, value: string): Promise<number[]> {
-    let batch = this.pendingEnv.get(name);
-    if (!batch) {
-      const values = new Set<string>();
+  private async sharedSweep(
+    query: EnvQuery,
+    sweepMany: (queries: readonly EnvQuery[]) => Promise<Sweep[]>,
+  ): Promise<Sweep> {
+    if (!this.pendingSweeps) {
+      const queries: EnvQuery[] = [];
       const answer = nextTurn().then(() => {
-        this.pendingEnv.delete(name);
-        return this.lookup(name, values);
+        this.pendingSweeps = null;
+        return sweepMany(queries);
       });
-      batch = { values, answer };
-      this.pendingEnv.set(name, batch);
+      this.pendingSweeps = { queries, answer };
     }
-    batch.values.add(value);
-    return batch.answer.then((found) => found.get(value) ?? []);
-  }
-
-  private async lookup(name: string, values: Set<string>): Promise<Map<string, number[]>> {
-    if (this.inner.findByEnvValues) return this.inner.findByEnvValues(name, values);
-    const found = new Map<string, number[]>();
-    for (const v of values) found.set(v, (await this.inner.findByEnv?.(name, v)) ?? []);
-    return found;
+    const { queries, answer } = this.pendingSweeps;
+    const index = queries.push(query) - 1;
+    return (await answer)[index] as Sweep;
   }
 }

@@ -8,7 +8,7 @@ export { isWindowsTable, type WindowsSnapshot, WindowsTable, type WindowsTableOp
 
 import { WindowsTable } from './windows.js';
 
-export { type BatchEnvTable, CoalescingTable } from './coalescing.js';
+export { type BatchSweepTable, CoalescingTable } from './coalescing.js';
 export { ProcfsTable, parseStat } from './procfs.js';
 export { PsTable, parsePs } from './ps.js';
 export { ancestorsOf, descendantsOf } from './relations.js';

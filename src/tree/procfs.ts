@@ -41,18 +41,24 @@ export class ProcfsTable implements ProcessTable {
   }
 
   async sweep(query: EnvQuery): Promise<Sweep> {
-    return this.sweepSync(query);
+    return this.sweepManySync([query])[0] as Sweep;
+  }
+
+  async sweepMany(queries: readonly EnvQuery[]): Promise<Sweep[]> {
+    return this.sweepManySync(queries);
   }
 
   /**
-   * One readdir for both the table and the environment search. Environments are read only for
-   * processes that started no earlier than the first holder: nothing older can have inherited it.
+   * One readdir and one pass for the table and any number of environment searches (many runs
+   * ending at once). An environment is read at most once, and only for a process that started no
+   * earlier than some query's first holder: nothing older can have inherited the value.
    */
-  sweepSync(query: EnvQuery): Sweep {
-    const needle = envNeedle(query.name, query.value);
-    const from = query.firstHolder ? Number(query.firstHolder.startTime) : 0;
+  sweepManySync(queries: readonly EnvQuery[]): Sweep[] {
+    const floors = queries.map((q) => (q.firstHolder ? Number(q.firstHolder.startTime) : 0));
+    const lowest = Math.min(...floors);
+    const names = [...new Set(queries.map((q) => q.name))];
     const processes: ProcessInfo[] = [];
-    const holders = new Set<number>();
+    const holders = queries.map(() => new Set<number>());
     let vanished = 0;
     for (const pid of this.pids()) {
       const info = this.getSync(pid);
@@ -61,9 +67,19 @@ export class ProcfsTable implements ProcessTable {
         continue;
       }
       processes.push(info);
-      if (Number(info.startTime) >= from && this.holds(pid, needle)) holders.add(pid);
+      const start = Number(info.startTime);
+      if (queries.length === 0 || start < lowest) continue;
+      const env = this.environ(pid);
+      if (!env) continue;
+      for (const name of names) {
+        const value = envValue(env, name);
+        if (value === null) continue;
+        queries.forEach((q, i) => {
+          if (q.name === name && q.value === value && start >= (floors[i] as number)) holders[i]?.add(pid);
+        });
+      }
     }
-    return { processes, holders, vanished };
+    return queries.map((_, i) => ({ processes, holders: holders[i] as Set<number>, vanished }));
   }
 
   private pids(): number[] {
@@ -76,13 +92,16 @@ export class ProcfsTable implements ProcessTable {
   }
 
   private holds(pid: number, needle: Buffer): boolean {
-    let env: Buffer;
+    const env = this.environ(pid);
+    return env !== null && hasEntry(env, needle);
+  }
+
+  private environ(pid: number): Buffer | null {
     try {
-      env = readFileSync(`${this.root}/${pid}/environ`);
+      return readFileSync(`${this.root}/${pid}/environ`);
     } catch {
-      return false; // gone, or not ours to read
+      return null; // gone, or not ours to read
     }
-    return hasEntry(env, needle);
   }
 
   private readSmall(path: string): string | null {
@@ -107,36 +126,6 @@ export class ProcfsTable implements ProcessTable {
       closeSync(fd);
     }
   }
-
-  /**
-   * One pass over every environment for many values of one variable: which pids hold each value.
-   * What a batch of runs ending at once needs instead of one full pass per run.
-   */
-  async findByEnvValues(name: string, values: ReadonlySet<string>): Promise<Map<string, number[]>> {
-    const prefix = Buffer.from(`${name}=`);
-    const found = new Map<string, number[]>();
-    for (const entry of readdirSync(this.root)) {
-      const code = entry.charCodeAt(0);
-      if (code < 48 || code > 57) continue;
-      let env: Buffer;
-      try {
-        env = readFileSync(`${this.root}/${entry}/environ`);
-      } catch {
-        continue; // gone, or not ours to read
-      }
-      for (let at = env.indexOf(prefix); at >= 0; at = env.indexOf(prefix, at + 1)) {
-        if (at > 0 && env[at - 1] !== 0) continue;
-        const end = env.indexOf(0, at);
-        const value = env.toString('utf8', at + prefix.length, end < 0 ? env.length : end);
-        if (!values.has(value)) continue;
-        const list = found.get(value);
-        if (list) list.push(Number(entry));
-        else found.set(value, [Number(entry)]);
-        break;
-      }
-    }
-    return found;
-  }
 }
 
 const envNeedle = (name: string, value: string) => Buffer.from(`${name}=${value}\0`);
@@ -154,6 +143,17 @@ function hasEntry(env: Buffer, needle: Buffer): boolean {
     if (at === 0 || env[at - 1] === 0) return true;
     from = at + 1;
   }
+}
+
+/** The value of `name` in an environment block (NUL-separated NAME=value entries), or null. */
+function envValue(env: Buffer, name: string): string | null {
+  const prefix = `${name}=`;
+  for (let at = env.indexOf(prefix); at >= 0; at = env.indexOf(prefix, at + 1)) {
+    if (at > 0 && env[at - 1] !== 0) continue; // inside another entry's value
+    const end = env.indexOf(0, at);
+    return env.toString('utf8', at + prefix.length, end < 0 ? env.length : end);
+  }
+  return null;
 }
 
 /** Parses /proc/PID/stat. The command sits in parentheses and may itself contain spaces and ')'. */
