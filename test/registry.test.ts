@@ -27,7 +27,7 @@ describe('registry', () => {
       command: ['sleep', '300'],
       pid: h.pid,
       pgid: h.pid,
-      containment: 'process-group',
+      containment: h.containment, // cgroup where available, else process-group: both lead a group
       state: 'running',
       reason: null,
       scope: 's1',

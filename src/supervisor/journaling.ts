@@ -74,7 +74,7 @@ export class RunJournal {
           supervisorStart: this.selfStart,
           pid,
           pidStart: info?.startTime ?? null,
-          pgid: run.containment === 'process-group' ? pid : null,
+          pgid: run.pgid,
           cgroupPath: run.cgroupPath ?? null,
         };
         this.write(t.record);

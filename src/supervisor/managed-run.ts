@@ -40,6 +40,7 @@ export class ManagedRun implements RunHandle {
   private readonly hold: Containment;
   private readonly output: OutputCollector;
   private launched: Launched | undefined;
+  private leadsGroup = false;
   private attached: Promise<void> = Promise.resolve();
   private status: RunState = 'starting';
   private begun = false;
@@ -108,6 +109,11 @@ export class ManagedRun implements RunHandle {
     return this.reason;
   }
 
+  /** The process group the run leads (it was started in a new session), else null. */
+  get pgid(): number | null {
+    return this.leadsGroup && this.launched?.pid !== undefined ? this.launched.pid : null;
+  }
+
   /** Where the containment holds the run, when it is a cgroup. */
   get cgroupPath(): string | undefined {
     return this.hold.cgroupPath;
@@ -125,6 +131,7 @@ export class ManagedRun implements RunHandle {
     }
     const [file, ...args] = this.spec.argv;
     const plan = this.hold.prepare({ file, args, cwd: this.spec.cwd, env: this.spec.env, newSession: false });
+    this.leadsGroup = plan.newSession;
     try {
       this.launched = this.deps.launcher(
         plan,

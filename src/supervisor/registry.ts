@@ -78,7 +78,7 @@ export function describe(e: RegistryEntry): RunInfo {
     id: run.id,
     command: [...run.spec.argv],
     pid: run.pid ?? null,
-    pgid: run.containment === 'process-group' ? (run.pid ?? null) : null,
+    pgid: run.pgid,
     cgroupPath: run.cgroupPath ?? null,
     containment: run.containment,
     // Until the registry has the result, the run counts as stopping (its release is in flight).
