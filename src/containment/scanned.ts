@@ -1,0 +1,46 @@
+import type { Deliverer, Guard } from '../kill/index.js';
+import type { ProcessInfo, ProcessTable } from '../tree/index.js';
+import { TreeMembership } from './membership.js';
+import type { Containment, LaunchPlan } from './types.js';
+
+/**
+ * What the process-table strategies share: the tree is found by scanning (group, known members,
+ * cookie, descendants) and members are signalled one by one, identity-checked. Subclasses decide
+ * where the command starts and whether a group signal may go first.
+ */
+export abstract class ScannedContainment implements Containment {
+  abstract readonly kind: Containment['kind'];
+  protected readonly membership: TreeMembership;
+
+  constructor(
+    table: ProcessTable,
+    guard: Guard,
+    protected readonly deliverer: Deliverer,
+    cookie: string | null,
+    useGroup: boolean,
+  ) {
+    this.membership = new TreeMembership(table, guard, cookie, useGroup);
+  }
+
+  get notes(): readonly string[] {
+    return this.deliverer.notes;
+  }
+
+  abstract prepare(plan: LaunchPlan): LaunchPlan;
+
+  attach(pid: number): Promise<void> {
+    return this.membership.attach(pid);
+  }
+
+  members(): Promise<ProcessInfo[]> {
+    return this.membership.scan();
+  }
+
+  async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {
+    const reached: ProcessInfo[] = [];
+    for (const m of members) if ((await this.deliverer.toMember(m, signal)) === 'sent') reached.push(m);
+    return reached;
+  }
+
+  async release(): Promise<void> {}
+}
