@@ -13,6 +13,8 @@ export interface LaunchEvents {
 
 export interface LaunchOptions {
   stdin: { kind: 'ignore' | 'pipe' | 'inherit' } | { kind: 'data'; data: Uint8Array };
+  /** 'inherit': the command writes to the caller's own stdout and stderr. Default 'pipe'. */
+  output?: 'pipe' | 'inherit';
 }
 
 /** A started command as the run sees it, whatever launched it (pipes or a PTY). */

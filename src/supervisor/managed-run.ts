@@ -76,7 +76,12 @@ export class ManagedRun implements RunHandle {
       cookie: spec.cookie,
     });
     this.containment = this.hold.kind;
-    this.output = new OutputCollector({ maxBytes: spec.maxBytes, onData: spec.onData, file: spec.file });
+    this.output = new OutputCollector({
+      maxBytes: spec.maxBytes,
+      onData: spec.onData,
+      onBytes: spec.onBytes,
+      file: spec.file,
+    });
   }
 
   get pid(): number | undefined {
@@ -107,7 +112,7 @@ export class ManagedRun implements RunHandle {
     try {
       this.launched = this.deps.launcher(
         plan,
-        { stdin: this.spec.stdin },
+        { stdin: this.spec.stdin, output: this.spec.inheritOutput ? 'inherit' : 'pipe' },
         {
           spawned: () => {
             if (this.status === 'starting') this.status = 'running';
