@@ -75,7 +75,10 @@ function describeParseError(error: NodeJS.ErrnoException & Error): string {
   const option = quoted.split(' ')[0] ?? quoted;
   switch (error.code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
-      return `unrecognized option '${option}'`;
+      // getopt's wording, which timeout(1) users (and their scripts) know.
+      return option.startsWith('--')
+        ? `unrecognized option '${option}'`
+        : `invalid option -- '${option.slice(1)}'`;
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
       return error.message.includes('does not take')
         ? `option '${option}' does not take a value`

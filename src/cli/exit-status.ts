@@ -41,11 +41,17 @@ export function runStatus(result: RunResult, received: NodeJS.Signals | null): n
 
 /**
  * `procwarden timeout`, as timeout(1) documents it: 124 on timeout unless --preserve-status; 137
- * when the command itself had to be SIGKILLed (so a caller can tell it was forced).
+ * when the command itself had to be SIGKILLed (so a caller can tell it was forced). `timedOut`
+ * comes from the caller when it ran the timer itself (--foreground).
  */
-export function timeoutStatus(result: RunResult, received: NodeJS.Signals | null, preserve: boolean): number {
+export function timeoutStatus(
+  result: RunResult,
+  received: NodeJS.Signals | null,
+  preserve: boolean,
+  timedOut = result.timedOut,
+): number {
   if (received) return bySignal(received);
   if (result.reason === 'spawn-error') return spawnErrorStatus(result.error?.code);
-  if (result.timedOut && result.exitSignal !== 'SIGKILL' && !preserve) return EXIT_TIMED_OUT;
+  if (timedOut && result.exitSignal !== 'SIGKILL' && !preserve) return EXIT_TIMED_OUT;
   return commandStatus(result);
 }

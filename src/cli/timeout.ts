@@ -1,3 +1,4 @@
+import { realClock, type TimerHandle } from '../clock.js';
 import { isProcwardenError } from '../errors.js';
 import { DEFAULT_GRACE_MS, normalizeSignal, parseDuration } from '../spec/index.js';
 import { Supervisor } from '../supervisor/index.js';
@@ -30,7 +31,9 @@ const STRERROR: Record<string, string> = {
   EISDIR: 'Is a directory',
 };
 
+/** timeout(1)'s DURATION; 'inf' (which strtod accepts) means no limit, like 0. */
 function duration(text: string): number {
+  if (/^\s*inf(inity)?\s*$/i.test(text)) return 0;
   try {
     return parseDuration(text);
   } catch {
@@ -92,9 +95,9 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     throw error;
   }
 
-  const timers: NodeJS.Timeout[] = [];
+  const timers: TimerHandle[] = [];
   const later = (ms: number, fn: () => void) => {
-    if (ms > 0) timers.push(setTimeout(fn, Math.min(ms, 2 ** 31 - 1)));
+    if (ms > 0) timers.push(realClock.setTimeout(fn, ms));
   };
   const running = () => handle.state !== 'exited';
   const signalCommand = (sig: NodeJS.Signals) => {
@@ -102,9 +105,11 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     if (running() && handle.pid !== undefined) process.kill(handle.pid, sig);
   };
 
+  let foregroundTimedOut = false;
   if (foreground) {
     later(timeoutMs, () => {
       if (!running()) return;
+      foregroundTimedOut = true;
       say(killSignal);
       signalCommand(killSignal);
       later(killAfterMs, () => {
@@ -135,7 +140,7 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   });
   const result: RunResult = await handle.result;
   uninstall();
-  for (const t of timers) clearTimeout(t);
+  for (const t of timers) realClock.clearTimeout(t);
 
   if (result.reason === 'spawn-error') {
     const code = result.error?.code ?? '';
@@ -143,7 +148,8 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
       `${prog}: failed to run command '${argv[0]}': ${STRERROR[code] ?? result.error?.message}\n`,
     );
   }
-  return timeoutStatus(result, received, values['preserve-status'] === true);
+  const timedOut = foreground ? foregroundTimedOut : result.timedOut;
+  return timeoutStatus(result, received, values['preserve-status'] === true, timedOut);
 }
 
 /**
@@ -151,7 +157,7 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
  * ignores the signal must not keep us waiting forever (timeout(1) would have returned): it gets
  * the default grace, then SIGKILL.
  */
-async function killRestOnceCommandExits(handle: RunHandle, timers: NodeJS.Timeout[]): Promise<void> {
+async function killRestOnceCommandExits(handle: RunHandle, timers: TimerHandle[]): Promise<void> {
   const table = platformTable();
   const pid = handle.pid;
   if (pid === undefined) return;
@@ -160,10 +166,10 @@ async function killRestOnceCommandExits(handle: RunHandle, timers: NodeJS.Timeou
     if (handle.state === 'exited') return;
     const now = await table.get(pid);
     if (isGone(now) || now?.startTime !== first?.startTime) {
-      timers.push(setTimeout(() => handle.kill(), DEFAULT_GRACE_MS));
+      timers.push(realClock.setTimeout(() => handle.kill(), DEFAULT_GRACE_MS));
       return;
     }
-    timers.push(setTimeout(poll, POLL_MS));
+    timers.push(realClock.setTimeout(poll, POLL_MS));
   };
   await poll();
 }

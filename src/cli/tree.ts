@@ -1,4 +1,4 @@
-import { descendantsOf, isGone, type ProcessInfo, platformTable } from '../tree/index.js';
+import { isGone, type ProcessInfo, platformTable } from '../tree/index.js';
 import { parseOptions, UsageError } from './args.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
 import { formatAge } from './format.js';
