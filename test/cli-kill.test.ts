@@ -33,13 +33,9 @@ describe('procwarden kill', () => {
     expect(r.status).toBe(0);
     const out = r.stdout.toString();
     expect(out).toMatch(
-      new RegExp(
-        `^pid ${pid} \\(parent-exits.sh\\): \\d+ processes signalled; no SIGKILL needed; all gone in`,
-      ),
+      new RegExp(`^pid ${pid} \\(bash\\): \\d+ processes signalled; no SIGKILL needed; all gone in`),
     );
-    expect(out).toMatch(
-      new RegExp(`\\s${pid}\\s+parent-exits.sh\\s+SIGTERM \\+\\d+ms\\s+exited in the grace`),
-    );
+    expect(out).toMatch(new RegExp(`\\s${pid}\\s+bash\\s+SIGTERM \\+\\d+ms\\s+exited in the grace`));
     expect(exists(join(dir, 'child.done'))).toBe(true);
     expect(alive(readPids(dir).get('child') ?? 0)).toBe(false);
     expect(alive(pid)).toBe(false);
