@@ -22,7 +22,7 @@ async function startTree(script: string) {
   child.stdout?.on('data', (c: Buffer) => {
     out += c.toString();
   });
-  await waitFor(() => out.includes('ready'), { what: `${script} ready` });
+  await waitFor(() => out.includes('ready'), { what: `${script} ready`, timeoutMs: 30_000 });
   return { pid: child.pid ?? 0, dir };
 }
 

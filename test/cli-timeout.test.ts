@@ -288,7 +288,7 @@ describe('procwarden timeout: the whole tree', () => {
     const dir = leaks.trackDir(makeTmp());
     const cli = startCli(['timeout', '60', fixture('parent-exits.sh'), dir]);
     leaks.track(cli.child.pid);
-    await waitFor(() => cli.stdout().includes('ready'), { what: 'fixture ready' });
+    await waitFor(() => cli.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
     cli.child.kill('SIGTERM');
     const r = await cli.done;
     expect(r.status).toBe(143);

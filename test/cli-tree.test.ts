@@ -39,7 +39,7 @@ describe('procwarden tree', () => {
       'wait',
     ]);
     leaks.track(run.child.pid);
-    await waitFor(() => run.stdout().includes('ready'), { what: 'fixture ready' });
+    await waitFor(() => run.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
     const pids = readPids(dir);
     const parent = pids.get('parent') ?? 0;
     const escapee = pids.get('daemon') ?? 0;

@@ -33,18 +33,23 @@ Options:
   --idle-timeout DUR   stop it after DUR without a byte of output
   --grace DUR          time between the graceful signal and SIGKILL (default 5s)
   --signal SIG         the graceful signal (default SIGTERM)
-  --containment MODE   auto (default), process-group, cgroup, or none (stay in our process group)
+  --containment MODE   how the tree is held: auto (default), process-group, cgroup, or none
+                       (the command stays in procwarden's own process group)
   --keep-leftovers     after a normal exit, leave the command's background processes running
   --cwd DIR            run in DIR
   --env NAME=VALUE     set an environment variable (repeatable)
   --pty                run in a pseudo-terminal
-  --json [FILE]        write the result and termination report as JSON to FILE, '-' for stdout,
-                       or stderr without FILE (write --json=FILE or put -- before COMMAND)
+  --json [FILE]        write the result as JSON (reason, exit status, output, which process got
+                       which signal) to FILE, to stdout with '-', or to stderr without FILE
+                       (then put -- before COMMAND, or write --json=FILE)
   --quiet              do not print the line that says why and how the run was stopped
   -h, --help           show this help
 
 DUR is a number with an optional unit: ms, s (default), m, h, d, e.g. 500ms, 30s, 1.5m.
 SIG is a name or number: TERM, SIGINT, 9.
+
+When procwarden stops the command (or ends what it left behind), one line on stderr says so:
+  procwarden: timed out after 30 s; SIGTERM to 3 processes; no SIGKILL needed; all gone in 12 ms
 
 Ctrl-C (SIGINT), SIGTERM or SIGHUP sent to procwarden stop the command the same graceful way;
 a second one sends SIGKILL at once.
@@ -88,6 +93,8 @@ DURATION is a floating point number with an optional suffix: s (seconds, the def
 Without -k, COMMAND gets as long as it needs to exit after the signal (as in timeout(1)); once
 it has exited, what is left of its tree gets SIGKILL after 5 s. Processes COMMAND leaves behind
 after exiting on its own are not touched (as in timeout(1)); use procwarden run for that.
+SIGINT, SIGTERM or SIGHUP sent to timeout itself end COMMAND's tree the same way (the -s signal,
+SIGKILL after -k), then timeout exits 128+N.
 
 Exit status:
   124  COMMAND timed out, and --preserve-status was not given
@@ -118,9 +125,9 @@ process survived SIGKILL); 2 bad options.
 export const TREE_HELP = `Usage: procwarden tree [PID]
 
 Shows the process tree of the whole machine, or of PID and its descendants: pid, process group,
-session, state, age and command. Marks group leaders (G), session leaders (S) and processes of a
-procwarden run (run=ID, from the PROCWARDEN_RUN cookie in their environment). With PID, members
-of the same runs that escaped the tree (setsid, double fork) are listed after it.
+session, state, age and command. The LD column marks group leaders (G) and session leaders (S);
+processes of a procwarden run carry run=ID (the PROCWARDEN_RUN cookie in their environment).
+With PID, members of the same runs that escaped the tree (setsid, double fork) are listed after.
 
 Options:
   -h, --help   show this help

@@ -97,6 +97,9 @@ export async function treeCommand(args: string[]): Promise<number> {
   if (escaped.length > 0) {
     out.push('', 'escaped from this tree, same procwarden run:', ...escaped.map(line));
   }
-  process.stdout.write(`${out.join('\n')}\n`);
+  // At a terminal, one process per line (as ps does); piped, whole command lines.
+  const width = process.stdout.isTTY ? process.stdout.columns : 0;
+  const fit = (l: string) => (width > 0 && l.length > width ? `${l.slice(0, width - 1)}…` : l);
+  process.stdout.write(`${out.map(fit).join('\n')}\n`);
   return 0;
 }
