@@ -1,7 +1,8 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CliOptions, startCli } from './helpers/cli.js';
+import { CLI, type CliOptions, startCli } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
@@ -52,6 +53,24 @@ describe('procwarden run: exit statuses', () => {
     expect(r.status).toBe(124);
     expect(r.stderr).toMatch(/1 needed SIGKILL after [\d.]+ m?s/);
     expect(alive(readPids(dir).get('main') ?? 0)).toBe(false);
+  });
+
+  it.skipIf(!existsSync('/usr/bin/script'))('colour on a TTY only, and never with NO_COLOR', () => {
+    const line = (env: Record<string, string | undefined>) =>
+      spawnSync(
+        '/usr/bin/script',
+        ['-qec', `${process.execPath} ${CLI} run --timeout 0.2s -- sleep 30`, '/dev/null'],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, NO_COLOR: undefined, ...env },
+        },
+      );
+    const tty = line({});
+    expect(tty.status).toBe(124);
+    expect(tty.stdout).toContain('\x1b[33mprocwarden:');
+    const noColor = line({ NO_COLOR: '1' });
+    expect(noColor.stdout).toMatch(/^procwarden: timed out after 200 ms/m);
+    expect(noColor.stdout).not.toContain('\x1b[');
   });
 
   it('--quiet prints no stop line', async () => {

@@ -66,7 +66,8 @@ describe('procwarden timeout: as timeout(1) documents it', () => {
     expect((await timeout(['.3s', 'sleep', '30'])).status).toBe(124);
     expect((await timeout(['3e-1', 'sleep', '30'])).status).toBe(124);
     expect((await timeout(['1h', 'true'])).status).toBe(0);
-    expect((await timeout(['30d', 'sh', '-c', 'exit 5'])).status).toBe(5); // longer than Node's timer limit
+    // Longer than Node's 24.8-day timer limit, which would otherwise fire after 1 ms.
+    expect((await timeout(['30d', 'sh', '-c', 'sleep 0.5; exit 5'])).status).toBe(5);
   });
 
   it("exit status propagation: the command's code, 128+N when it died of signal N", async () => {
