@@ -69,8 +69,10 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const killSignal = signal(values.signal ?? 'TERM');
   const killAfterMs = values['kill-after'] === undefined ? 0 : duration(values['kill-after']);
   const foreground = values.foreground === true;
+  const said = new Set<string>();
   const say = (sig: string) => {
-    if (values.verbose) {
+    if (values.verbose && !said.has(sig)) {
+      said.add(sig);
       process.stderr.write(`${prog}: sending signal ${shortName(sig)} to command '${argv[0]}'\n`);
     }
   };
@@ -141,6 +143,9 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const result: RunResult = await handle.result;
   uninstall();
   for (const t of timers) realClock.clearTimeout(t);
+  // A busy machine can run the narrating timers after the run already ended: say it now then.
+  if (!foreground && result.timedOut) say(killSignal);
+  if (!foreground && result.timedOut && result.escalated) say('SIGKILL');
 
   if (result.reason === 'spawn-error') {
     const code = result.error?.code ?? '';
