@@ -133,8 +133,8 @@ export async function runCommand(args: string[]): Promise<number> {
   process.stderr.on('error', () => {});
 
   const result: RunResult = await handle.result;
+  // The EPIPE listener stays: `--json -` into a closed stdout must not crash with a trace.
   uninstall();
-  process.stdout.off('error', onStdoutError);
 
   if (result.reason === 'spawn-error') {
     process.stderr.write(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
