@@ -34,7 +34,7 @@ describe('procwarden run: exit statuses', () => {
     const lines = ownLines(r.stderr);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /^procwarden: timed out after 1 s; SIGTERM to 1 process; no SIGKILL needed; all gone in \d+/,
+      /^procwarden: timed out after 1 s; SIGTERM to \d+ process(es)?; no SIGKILL needed; all gone in \d+/,
     );
     expect(r.stderr).not.toContain('\x1b['); // not a TTY: no colour
   });
@@ -51,7 +51,7 @@ describe('procwarden run: exit statuses', () => {
     const dir = leaks.trackDir(makeTmp());
     const r = await run(['--timeout', '1s', '--grace', '300ms', '--', fixture('ignore-term.sh'), dir]);
     expect(r.status).toBe(124);
-    expect(r.stderr).toMatch(/1 needed SIGKILL after [\d.]+ m?s/);
+    expect(r.stderr).toMatch(/; \d+ needed SIGKILL after [\d.]+ m?s; all gone in/);
     expect(alive(readPids(dir).get('main') ?? 0)).toBe(false);
   });
 
