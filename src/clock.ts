@@ -10,10 +10,22 @@ export interface Clock {
 
 export type TimerHandle = unknown;
 
+// Node fires a timer longer than this after 1 ms (TimeoutOverflowWarning): `--timeout 30d` would
+// end a run at once. Longer waits are chained.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export const realClock: Clock = {
   now: () => performance.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  setTimeout: (fn, ms) => {
+    const handle: { timer?: NodeJS.Timeout } = {};
+    const arm = (left: number) => {
+      handle.timer =
+        left > MAX_TIMER_MS ? setTimeout(() => arm(left - MAX_TIMER_MS), MAX_TIMER_MS) : setTimeout(fn, left);
+    };
+    arm(ms);
+    return handle;
+  },
+  clearTimeout: (handle) => clearTimeout((handle as { timer?: NodeJS.Timeout }).timer),
 };
 
 export function sleep(clock: Clock, ms: number): Promise<void> {

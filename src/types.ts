@@ -24,6 +24,13 @@ export interface OutputOptions {
   onData?: (text: string, stream: StreamName) => void;
   /** A path that receives every byte of stdout and stderr (appended in arrival order). */
   file?: string;
+  /** Every raw chunk, as it arrives, before any decoding: for byte-exact pass-through. */
+  onBytes?: (chunk: Uint8Array, stream: StreamName) => void;
+  /**
+   * Give the command the caller's own stdout and stderr instead of pipes (it sees a TTY if the
+   * caller has one). Nothing is captured or streamed then, and noOutputTimeoutMs is not available.
+   */
+  inherit?: boolean;
 }
 
 export interface PtyOptions {

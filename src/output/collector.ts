@@ -7,6 +7,7 @@ import { BoundedCapture } from './capture.js';
 export interface CollectorOptions {
   maxBytes: number;
   onData: ((text: string, stream: StreamName) => void) | undefined;
+  onBytes?: ((chunk: Uint8Array, stream: StreamName) => void) | undefined;
   file: string | undefined;
 }
 
@@ -45,6 +46,14 @@ export class OutputCollector {
           `output.file: write failed (${(error as NodeJS.ErrnoException).code}); later output not written`,
         );
         this.closeFile();
+      }
+    }
+    if (this.options.onBytes) {
+      try {
+        this.options.onBytes(chunk, stream);
+      } catch (error) {
+        if (this.notes.length < 10)
+          this.notes.push(`output.onBytes threw: ${(error as Error)?.message ?? error}`);
       }
     }
     if (this.options.onData) {

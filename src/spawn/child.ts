@@ -7,11 +7,12 @@ import type { LaunchEvents, Launched, LaunchOptions } from './types.js';
 /** Launches through node:child_process with pipes for stdout and stderr. */
 export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: LaunchEvents): Launched {
   const stdinMode = options.stdin.kind === 'data' ? 'pipe' : options.stdin.kind;
+  const outMode = options.output ?? 'pipe';
   const child = spawn(plan.file, plan.args, {
     cwd: plan.cwd,
     env: plan.env,
     detached: plan.newSession,
-    stdio: [stdinMode, 'pipe', 'pipe'],
+    stdio: [stdinMode, outMode, outMode],
     windowsHide: true,
   });
 

@@ -15,6 +15,8 @@ export interface LaunchOptions {
   stdin: { kind: 'ignore' | 'pipe' | 'inherit' } | { kind: 'data'; data: Uint8Array };
   /** The terminal's size and TERM; only a PTY launcher reads it. */
   pty: Required<PtyOptions>;
+  /** 'inherit': the command writes to the caller's own stdout and stderr. Default 'pipe'. */
+  output?: 'pipe' | 'inherit';
 }
 
 /** A started command as the run sees it, whatever launched it (pipes or a PTY). */

@@ -30,7 +30,10 @@ export interface NormalSpec {
   replaceScope: boolean;
   maxBytes: number;
   onData: ((text: string, stream: StreamName) => void) | undefined;
+  onBytes: ((chunk: Uint8Array, stream: StreamName) => void) | undefined;
   file: string | undefined;
+  /** stdout and stderr are the caller's own (not piped). */
+  inheritOutput: boolean;
   pty: Required<PtyOptions>;
 }
 
@@ -133,10 +136,26 @@ function normalizeOutput(output: OutputOptions | undefined) {
   if (output?.onData !== undefined && typeof output.onData !== 'function') {
     throw invalid('output.onData must be a function (text, stream) => void.', 'INVALID_OPTION');
   }
+  if (output?.onBytes !== undefined && typeof output.onBytes !== 'function') {
+    throw invalid('output.onBytes must be a function (chunk, stream) => void.', 'INVALID_OPTION');
+  }
   if (output?.file !== undefined && (typeof output.file !== 'string' || output.file === '')) {
     throw invalid('output.file must be a non-empty path.', 'INVALID_OPTION');
   }
-  return { maxBytes: Math.floor(maxBytes), onData: output?.onData, file: output?.file };
+  const inherit = output?.inherit === true;
+  if (inherit && (output.onData || output.onBytes || output.file !== undefined)) {
+    throw invalid(
+      'output.inherit gives the command your own stdout and stderr, so onData, onBytes and file cannot see it; drop one or the other.',
+      'INVALID_OPTION',
+    );
+  }
+  return {
+    maxBytes: Math.floor(maxBytes),
+    onData: output?.onData,
+    onBytes: output?.onBytes,
+    file: output?.file,
+    inherit,
+  };
 }
 
 /** A terminal dimension: a whole number of cells, 1 to 10000. */
@@ -202,6 +221,13 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
       'INVALID_OPTION',
     );
   }
+  const noOutputTimeoutMs = optionalDuration(merged.noOutputTimeoutMs, 'noOutputTimeoutMs', 0);
+  if (out.inherit && (noOutputTimeoutMs > 0 || mode === 'pty')) {
+    throw invalid(
+      "output.inherit cannot be combined with noOutputTimeoutMs or mode 'pty': both need to read the command's output.",
+      'INVALID_OPTION',
+    );
+  }
   return {
     argv,
     mode,
@@ -210,7 +236,7 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
     cookie,
     stdin,
     timeoutMs: optionalDuration(merged.timeoutMs, 'timeoutMs', 0),
-    noOutputTimeoutMs: optionalDuration(merged.noOutputTimeoutMs, 'noOutputTimeoutMs', 0),
+    noOutputTimeoutMs,
     graceMs: optionalDuration(merged.graceMs, 'graceMs', DEFAULT_GRACE_MS),
     killSignal: normalizeSignal(merged.killSignal ?? 'SIGTERM', 'killSignal'),
     drainMs: optionalDuration(merged.drainMs, 'drainMs', DEFAULT_DRAIN_MS),
@@ -226,7 +252,9 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
     replaceScope: merged.replaceScope === true,
     maxBytes: out.maxBytes,
     onData: out.onData,
+    onBytes: out.onBytes,
     file: out.file,
+    inheritOutput: out.inherit,
     pty: normalizePty(merged.pty, env),
   };
 }

@@ -75,7 +75,12 @@ export class ManagedRun implements RunHandle {
     this.lastOutputTick = this.t0;
     // Both can throw a ProcwardenError: they run before anything is spawned. Both hold a resource
     // (a file, a cgroup), so the second one failing releases the first.
-    this.output = new OutputCollector({ maxBytes: spec.maxBytes, onData: spec.onData, file: spec.file });
+    this.output = new OutputCollector({
+      maxBytes: spec.maxBytes,
+      onData: spec.onData,
+      onBytes: spec.onBytes,
+      file: spec.file,
+    });
     try {
       this.hold = createContainment(spec.containment, {
         table: deps.table,
@@ -135,7 +140,7 @@ export class ManagedRun implements RunHandle {
     try {
       this.launched = this.deps.launcher(
         plan,
-        { stdin: this.spec.stdin, pty: this.spec.pty },
+        { stdin: this.spec.stdin, pty: this.spec.pty, output: this.spec.inheritOutput ? 'inherit' : 'pipe' },
         {
           spawned: () => {
             if (this.status === 'starting') this.status = 'running';

@@ -1,0 +1,57 @@
+import { signalNumber } from '../spec/index.js';
+import type { RunResult } from '../types.js';
+
+/** The statuses coreutils timeout(1) made conventional; procwarden run and timeout share them. */
+export const EXIT_TIMED_OUT = 124;
+export const EXIT_FAILED = 125;
+export const EXIT_CANNOT_EXECUTE = 126;
+export const EXIT_NOT_FOUND = 127;
+/** kill, tree and proof: a target could not be ended / a case did not hold. */
+export const EXIT_FAILURE = 1;
+/** kill, tree, proof and procwarden itself: bad command-line input. */
+export const EXIT_USAGE = 2;
+
+export const bySignal = (signal: string): number => 128 + signalNumber(signal);
+
+/** 126 or 127 for a command that could not be started, as a shell would say; else our own failure. */
+export function spawnErrorStatus(code: string | undefined): number {
+  if (code === 'ENOENT') return EXIT_NOT_FOUND;
+  if (code === 'EACCES' || code === 'ENOEXEC' || code === 'EISDIR' || code === 'EPERM') {
+    return EXIT_CANNOT_EXECUTE;
+  }
+  return EXIT_FAILED;
+}
+
+/** The command's own status: its exit code, or 128+N when it died of signal N. */
+export function commandStatus(result: RunResult): number {
+  if (result.exitSignal) return bySignal(result.exitSignal);
+  return result.exitCode ?? EXIT_FAILED;
+}
+
+/**
+ * `procwarden run`: 124 when a timeout stopped it, 126/127 when it could not start, 128+N when
+ * procwarden was told to stop by signal N (or the command died of it), else the command's status.
+ */
+export function runStatus(result: RunResult, received: NodeJS.Signals | null): number {
+  if (received) return bySignal(received);
+  if (result.reason === 'spawn-error') return spawnErrorStatus(result.error?.code);
+  if (result.timedOut) return EXIT_TIMED_OUT;
+  return commandStatus(result);
+}
+
+/**
+ * `procwarden timeout`, as timeout(1) documents it: 124 on timeout unless --preserve-status; 137
+ * when the command itself had to be SIGKILLed (so a caller can tell it was forced). `timedOut`
+ * comes from the caller when it ran the timer itself (--foreground).
+ */
+export function timeoutStatus(
+  result: RunResult,
+  received: NodeJS.Signals | null,
+  preserve: boolean,
+  timedOut = result.timedOut,
+): number {
+  if (received) return bySignal(received);
+  if (result.reason === 'spawn-error') return spawnErrorStatus(result.error?.code);
+  if (timedOut && result.exitSignal !== 'SIGKILL' && !preserve) return EXIT_TIMED_OUT;
+  return commandStatus(result);
+}

@@ -1,0 +1,30 @@
+/** 14 ms, 1.5 s, 2 min 5 s, 3 h 20 min: short, and exact enough for a person. */
+export function formatMs(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${trim(ms / 1000)} s`;
+  if (ms < 3_600_000) return pair(ms, 60_000, 'min', 1000, 's');
+  if (ms < 86_400_000) return pair(ms, 3_600_000, 'h', 60_000, 'min');
+  return pair(ms, 86_400_000, 'd', 3_600_000, 'h');
+}
+
+/** A compact age for tables: 45s, 12m, 3h05m, 2d04h. */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${pad(Math.floor((s % 3600) / 60))}m`;
+  return `${Math.floor(s / 86_400)}d${pad(Math.floor((s % 86_400) / 3600))}h`;
+}
+
+export const processes = (n: number) => `${n} process${n === 1 ? '' : 'es'}`;
+
+function trim(value: number): string {
+  return String(Math.round(value * 100) / 100);
+}
+
+function pair(ms: number, big: number, bigUnit: string, small: number, smallUnit: string): string {
+  const whole = Math.floor(ms / big);
+  const rest = Math.round((ms - whole * big) / small);
+  return rest === 0 ? `${whole} ${bigUnit}` : `${whole} ${bigUnit} ${rest} ${smallUnit}`;
+}

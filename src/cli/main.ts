@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+import { basename } from 'node:path';
+import { UsageError } from './args.js';
+import { EXIT_FAILED, EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
+import { MAIN_HELP } from './help.js';
+import { killCommand } from './kill.js';
+import { proofCommand } from './proof.js';
+import { runCommand } from './run.js';
+import { timeoutCommand } from './timeout.js';
+import { treeCommand } from './tree.js';
+import { packageVersion } from './version.js';
+
+interface Command {
+  run(args: string[], prog: string): Promise<number>;
+  /** The status for a failure of procwarden itself: 125 where the command's statuses own the rest. */
+  failStatus: number;
+}
+
+// One entry per command: a command is a file in this folder exporting its function.
+const COMMANDS: Record<string, Command> = {
+  run: { run: runCommand, failStatus: EXIT_FAILED },
+  timeout: { run: timeoutCommand, failStatus: EXIT_FAILED },
+  kill: { run: killCommand, failStatus: EXIT_FAILURE },
+  tree: { run: treeCommand, failStatus: EXIT_FAILURE },
+  proof: { run: proofCommand, failStatus: EXIT_FAILURE },
+};
+
+interface Invocation {
+  prog: string;
+  command: Command | null;
+  args: string[];
+}
+
+/** Which command the words name; `timeout` when we were started through a link of that name. */
+function resolve(argv: string[]): Invocation {
+  if (basename(process.argv[1] ?? '') === 'timeout') {
+    return { prog: 'timeout', command: COMMANDS.timeout ?? null, args: argv };
+  }
+  const [name, ...args] = argv;
+  const command = name === undefined ? undefined : COMMANDS[name];
+  return command
+    ? { prog: `procwarden ${name}`, command, args }
+    : { prog: 'procwarden', command: null, args: argv };
+}
+
+/** procwarden with no command: help, version, or a usage error. */
+function topLevel(args: string[]): number {
+  const [name] = args;
+  if (name === undefined) {
+    process.stderr.write(MAIN_HELP);
+    return EXIT_USAGE;
+  }
+  if (name === '-h' || name === '--help' || name === 'help') {
+    process.stdout.write(MAIN_HELP);
+    return 0;
+  }
+  if (name === '-V' || name === '--version') {
+    process.stdout.write(`procwarden ${packageVersion()}\n`);
+    return 0;
+  }
+  throw new UsageError(
+    name.startsWith('-') ? `unrecognized option '${name}'` : `unknown command '${name}'`,
+    EXIT_USAGE,
+  );
+}
+
+async function main(): Promise<number> {
+  const { prog, command, args } = resolve(process.argv.slice(2));
+  try {
+    return command ? await command.run(args, prog) : topLevel(args);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`${prog}: ${error.message}\n`);
+      if (error.hint) process.stderr.write(`Try '${prog} --help' for more information.\n`);
+      return error.status;
+    }
+    // Never a stack trace for the user; the message is what they can act on.
+    process.stderr.write(`${prog}: ${(error as Error)?.message ?? String(error)}\n`);
+    return command?.failStatus ?? EXIT_USAGE;
+  }
+}
+
+// Let stdout and stderr drain before leaving: process.exit() could cut piped output short.
+main().then((status) => {
+  process.exitCode = status;
+});

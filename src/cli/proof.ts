@@ -1,0 +1,79 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Supervisor } from '../supervisor/index.js';
+import { platformTable } from '../tree/index.js';
+import { parseOptions, UsageError } from './args.js';
+import { painter, useColour } from './colour.js';
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
+import { formatMs } from './format.js';
+import { PROOF_HELP } from './help.js';
+import { CASES, type CaseProof, proveCase } from './proof-cases.js';
+import { writeProofScripts } from './proof-fixtures.js';
+
+const OPTIONS = {
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function evidence(p: CaseProof): string {
+  const ended = p.exitSignal ? `died of ${p.exitSignal}` : `exit ${p.exitCode}`;
+  const markers = Object.entries(p.markers)
+    .map(([name, written]) => `${name} ${written ? 'written' : 'absent'}`)
+    .join(', ');
+  const parts = [`${p.reason}`, ended, p.escalated ? `SIGKILL for ${p.killed}` : 'no SIGKILL'];
+  if (markers) parts.push(markers);
+  if (p.descendantAliveAfterWait !== null) {
+    parts.push(`descendant ${p.descendantAliveAfterWait ? 'ALIVE' : 'gone'}`);
+  }
+  if (p.case === 'no-detach') {
+    parts.push(`caller group ${p.facts.callerGroupAliveAfterRun ? 'alive' : 'DEAD'}`);
+  }
+  return `${parts.join(', ')} (${formatMs(p.durationMs)})`;
+}
+
+export async function proofCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseOptions(args, OPTIONS, EXIT_USAGE);
+  if (values.help) {
+    process.stdout.write(PROOF_HELP);
+    return 0;
+  }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`, EXIT_USAGE);
+
+  // The summary is for a person: on stderr when stdout carries the JSON.
+  const human = values.json ? process.stderr : process.stdout;
+  const paint = painter(useColour(human));
+  const root = mkdtempSync(join(tmpdir(), 'procwarden-proof-'));
+  const sup = new Supervisor();
+  const table = platformTable();
+  const proofs: CaseProof[] = [];
+  try {
+    const script = writeProofScripts(root);
+    const library = new URL('../index.js', import.meta.url).href;
+    human.write(
+      `procwarden proof: ${CASES.length} live cases on ${process.platform}, node ${process.version}\n`,
+    );
+    for (const c of CASES) {
+      const dir = join(root, c.name);
+      mkdirSync(dir);
+      const proof = await proveCase(c, { sup, table, script, dir, library });
+      proofs.push(proof);
+      const mark = proof.holds ? paint('green', 'holds') : paint('red', 'FAILS');
+      human.write(`  ${mark}  ${c.name.padEnd(10)}  ${c.claim}\n`);
+      human.write(`         ${''.padEnd(10)}  ${paint('dim', evidence(proof))}\n`);
+      for (const f of proof.failed)
+        human.write(`         ${''.padEnd(10)}  ${paint('red', `not true: ${f}`)}\n`);
+    }
+  } finally {
+    await sup.cancelAll('proof ended');
+    rmSync(root, { recursive: true, force: true });
+  }
+  const held = proofs.filter((p) => p.holds).length;
+  if (values.json) process.stdout.write(`${JSON.stringify(proofs, null, 2)}\n`);
+  human.write(
+    held === proofs.length
+      ? `${paint('green', `All ${held} cases hold`)}: nothing outlived its run, and nothing else was hit.\n`
+      : `${paint('red', `${proofs.length - held} of ${proofs.length} cases do not hold`)} on this machine.\n`,
+  );
+  return held === proofs.length ? 0 : EXIT_FAILURE;
+}

@@ -1,0 +1,151 @@
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { isProcwardenError } from '../errors.js';
+import { normalizeSignal, parseDuration } from '../spec/index.js';
+import { Supervisor } from '../supervisor/index.js';
+import type { ContainmentMode, RunHandle, RunResult, RunSpec } from '../types.js';
+import { parseOptions, splitAtCommand, UsageError } from './args.js';
+import { painter, useColour } from './colour.js';
+import { EXIT_FAILED, runStatus } from './exit-status.js';
+import { RUN_HELP } from './help.js';
+import { onStopSignals } from './signals.js';
+import { stopLine } from './stop-line.js';
+
+const OPTIONS = {
+  timeout: { type: 'string' },
+  'idle-timeout': { type: 'string' },
+  grace: { type: 'string' },
+  signal: { type: 'string' },
+  containment: { type: 'string' },
+  'keep-leftovers': { type: 'boolean' },
+  cwd: { type: 'string' },
+  env: { type: 'string', multiple: true },
+  pty: { type: 'boolean' },
+  json: { type: 'string' },
+  quiet: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const CONTAINMENTS: readonly ContainmentMode[] = ['auto', 'process-group', 'cgroup', 'none'];
+
+/** Bad values are usage errors: exit 125, one line, nothing started. */
+function checked<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    if (isProcwardenError(error)) throw new UsageError(error.message, EXIT_FAILED);
+    throw error;
+  }
+}
+
+function parseEnv(pairs: readonly string[] = []): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new UsageError(`--env ${JSON.stringify(pair)}: write NAME=VALUE`, EXIT_FAILED);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
+/** Where --json goes: a file (opened now, so a bad path fails before anything runs), stdout or stderr. */
+function openJsonSink(target: string | undefined): ((text: string) => void) | null {
+  if (target === undefined) return null;
+  if (target === '') return (text) => process.stderr.write(text);
+  if (target === '-') return (text) => process.stdout.write(text);
+  let fd: number;
+  try {
+    fd = openSync(target, 'w');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(`--json: cannot write ${JSON.stringify(target)} (${code})`, EXIT_FAILED);
+  }
+  return (text) => {
+    writeSync(fd, text);
+    closeSync(fd);
+  };
+}
+
+export async function runCommand(args: string[]): Promise<number> {
+  const { ours, rest } = splitAtCommand(args, OPTIONS, ['json']);
+  const { values } = parseOptions(ours, OPTIONS, EXIT_FAILED);
+  if (values.help) {
+    process.stdout.write(RUN_HELP);
+    return 0;
+  }
+  if (rest.length === 0) {
+    throw new UsageError('missing COMMAND; e.g. procwarden run --timeout 30s -- npm test', EXIT_FAILED);
+  }
+  const containment = values.containment ?? 'auto';
+  if (!CONTAINMENTS.includes(containment as ContainmentMode)) {
+    throw new UsageError(
+      `--containment ${JSON.stringify(containment)}: use one of ${CONTAINMENTS.join(', ')}`,
+      EXIT_FAILED,
+    );
+  }
+  const timeoutMs = checked(() => (values.timeout ? parseDuration(values.timeout, '--timeout') : 0));
+  const idleTimeoutMs = checked(() =>
+    values['idle-timeout'] ? parseDuration(values['idle-timeout'], '--idle-timeout') : 0,
+  );
+  const graceMs = checked(() => (values.grace ? parseDuration(values.grace, '--grace') : 5000));
+  const killSignal = checked(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
+  const writeJson = openJsonSink(values.json);
+
+  let stdoutOpen = true;
+  const spec: RunSpec = {
+    argv: rest,
+    mode: values.pty ? 'pty' : 'child',
+    cwd: values.cwd,
+    env: parseEnv(values.env),
+    stdin: 'inherit',
+    timeoutMs,
+    noOutputTimeoutMs: idleTimeoutMs,
+    graceMs,
+    killSignal,
+    containment: containment as ContainmentMode,
+    leftovers: values['keep-leftovers'] ? 'keep' : 'kill',
+    output: {
+      // Capture only feeds --json; pass-through is the raw bytes, written synchronously (on Linux
+      // stdout writes to pipes and files block), so a slow reader slows the command, not our memory.
+      maxBytes: writeJson ? undefined : 0,
+      onBytes: (chunk, stream) => {
+        if (stream === 'stderr') process.stderr.write(chunk);
+        else if (stdoutOpen) process.stdout.write(chunk);
+      },
+    },
+  };
+  const handle: RunHandle = checked(() => new Supervisor().spawn(spec));
+
+  let received: NodeJS.Signals | null = null;
+  const stop = (signal: NodeJS.Signals, count: number) => {
+    received ??= signal;
+    if (count === 1) handle.cancel(signal);
+    else handle.kill();
+  };
+  const uninstall = onStopSignals(stop);
+  // Our reader went away (`procwarden run -- yes | head -1`): stop the command as the closed pipe
+  // would have stopped it, and report it as SIGPIPE.
+  const onStdoutError = (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE' || !stdoutOpen) return;
+    stdoutOpen = false;
+    stop('SIGPIPE', 1);
+  };
+  process.stdout.on('error', onStdoutError);
+  process.stderr.on('error', () => {});
+
+  const result: RunResult = await handle.result;
+  // The EPIPE listener stays: `--json -` into a closed stdout must not crash with a trace.
+  uninstall();
+
+  if (result.reason === 'spawn-error') {
+    process.stderr.write(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
+  } else if (!values.quiet) {
+    const line = stopLine(
+      result,
+      { timeoutMs, idleTimeoutMs, graceMs, received },
+      painter(useColour(process.stderr)),
+    );
+    if (line) process.stderr.write(`${line}\n`);
+  }
+  writeJson?.(`${JSON.stringify(result, null, 2)}\n`);
+  return runStatus(result, received);
+}

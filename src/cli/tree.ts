@@ -1,0 +1,105 @@
+import { isGone, type ProcessInfo, platformTable } from '../tree/index.js';
+import { parseOptions, UsageError } from './args.js';
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
+import { formatAge } from './format.js';
+import { TREE_HELP } from './help.js';
+import { platformDetails } from './proc-details.js';
+
+const OPTIONS = { help: { type: 'boolean', short: 'h' } } as const;
+
+interface Row {
+  info: ProcessInfo;
+  depth: number;
+}
+
+/** Depth-first order under each root, children by pid. */
+function walk(roots: ProcessInfo[], children: Map<number, ProcessInfo[]>, seen: Set<number>): Row[] {
+  const rows: Row[] = [];
+  const visit = (p: ProcessInfo, depth: number) => {
+    if (seen.has(p.pid)) return;
+    seen.add(p.pid);
+    rows.push({ info: p, depth });
+    for (const c of children.get(p.pid) ?? []) visit(c, depth + 1);
+  };
+  for (const r of roots) visit(r, 0);
+  return rows;
+}
+
+export async function treeCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseOptions(args, OPTIONS, EXIT_USAGE);
+  if (values.help) {
+    process.stdout.write(TREE_HELP);
+    return 0;
+  }
+  if (positionals.length > 1) throw new UsageError('give at most one PID', EXIT_USAGE);
+  const pidText = positionals[0];
+  if (pidText !== undefined && (!/^\d+$/.test(pidText) || Number(pidText) === 0)) {
+    throw new UsageError(`'${pidText}' is not a process id; give a positive whole number`, EXIT_USAGE);
+  }
+
+  const list = (await platformTable().list()).sort((a, b) => a.pid - b.pid);
+  const details = platformDetails();
+  const byPid = new Map(list.map((p) => [p.pid, p]));
+  const children = new Map<number, ProcessInfo[]>();
+  for (const p of list) {
+    if (p.ppid === p.pid || !byPid.has(p.ppid)) continue;
+    const siblings = children.get(p.ppid);
+    if (siblings) siblings.push(p);
+    else children.set(p.ppid, [p]);
+  }
+  const cookies = new Map<number, string>();
+  for (const p of list) {
+    const cookie = details.runCookie(p.pid);
+    if (cookie) cookies.set(p.pid, cookie);
+  }
+
+  let rows: Row[];
+  let escaped: Row[] = [];
+  const seen = new Set<number>();
+  if (pidText === undefined) {
+    rows = walk(
+      list.filter((p) => !byPid.has(p.ppid) || p.ppid === p.pid),
+      children,
+      seen,
+    );
+  } else {
+    const root = byPid.get(Number(pidText));
+    if (!root) {
+      process.stderr.write(`procwarden tree: no process has pid ${pidText}\n`);
+      return EXIT_FAILURE;
+    }
+    rows = walk([root], children, seen);
+    // Members of the same runs that left this subtree (setsid + double fork re-parent them away).
+    const runs = new Set(rows.map((r) => cookies.get(r.info.pid)).filter((c) => c !== undefined));
+    const strays = list.filter((p) => !seen.has(p.pid) && runs.has(cookies.get(p.pid) ?? ''));
+    const strayRoots = strays.filter((p) => !strays.some((q) => q.pid === p.ppid));
+    escaped = walk(strayRoots, children, seen);
+  }
+
+  const now = Date.now();
+  const line = ({ info: p, depth }: Row) => {
+    const started = details.startedAt(p);
+    const marks = [p.pid === p.sid ? 'S' : '', p.pid === p.pgid ? 'G' : ''].join('');
+    const cookie = cookies.get(p.pid);
+    const command = details.commandLine(p.pid) ?? `[${p.command}]`;
+    return [
+      String(p.pid).padStart(7),
+      String(p.pgid).padStart(7),
+      String(p.sid).padStart(7),
+      ` ${p.state}`,
+      (started === null ? '?' : formatAge(now - started)).padStart(6),
+      ` ${marks.padEnd(2)}`,
+      ` ${'  '.repeat(depth)}${command}${cookie ? `  run=${cookie}` : ''}${isGone(p) ? '  (zombie)' : ''}`,
+    ].join(' ');
+  };
+  const header = `${'PID'.padStart(7)} ${'PGID'.padStart(7)} ${'SID'.padStart(7)}  S ${'AGE'.padStart(6)}  LD  COMMAND`;
+  const out = [header, ...rows.map(line)];
+  if (escaped.length > 0) {
+    out.push('', 'escaped from this tree, same procwarden run:', ...escaped.map(line));
+  }
+  // At a terminal, one process per line (as ps does); piped, whole command lines.
+  const width = process.stdout.isTTY ? process.stdout.columns : 0;
+  const fit = (l: string) => (width > 0 && l.length > width ? `${l.slice(0, width - 1)}…` : l);
+  process.stdout.write(`${out.map(fit).join('\n')}\n`);
+  return 0;
+}

@@ -1,0 +1,116 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CLI, startCli } from './helpers/cli.js';
+import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+async function kill(args: string[]) {
+  const cli = startCli(['kill', ...args]);
+  leaks.track(cli.child.pid);
+  return cli.done;
+}
+
+/** Starts a fixture in its own session (as a daemon would run), resolves once it is ready. */
+async function startTree(script: string) {
+  const dir = leaks.trackDir(makeTmp());
+  const child = spawn(fixture(script), [dir], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+  leaks.track(child.pid);
+  let out = '';
+  child.stdout?.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  await waitFor(() => out.includes('ready'), { what: `${script} ready`, timeoutMs: 30_000 });
+  return { pid: child.pid ?? 0, dir };
+}
+
+describe('procwarden kill', () => {
+  it('ends a tree: the parent and its descendant get SIGTERM, the report says so', async () => {
+    const { pid, dir } = await startTree('parent-exits.sh');
+    const r = await kill([String(pid)]);
+    expect(r.status).toBe(0);
+    const out = r.stdout.toString();
+    expect(out).toMatch(
+      new RegExp(`^pid ${pid} \\(bash\\): \\d+ processes signalled; no SIGKILL needed; all gone in`),
+    );
+    expect(out).toMatch(new RegExp(`\\s${pid}\\s+bash\\s+SIGTERM \\+\\d+ms\\s+exited in the grace`));
+    expect(exists(join(dir, 'child.done'))).toBe(true);
+    expect(alive(readPids(dir).get('child') ?? 0)).toBe(false);
+    expect(alive(pid)).toBe(false);
+  });
+
+  it('SIGKILL for what ignores SIGTERM after --grace; --json gives the reports', async () => {
+    const { pid, dir } = await startTree('orphan-ignores-term.sh');
+    const r = await kill(['--grace', '300ms', '--json', String(pid)]);
+    expect(r.status).toBe(0);
+    const [outcome] = JSON.parse(r.stdout.toString());
+    expect(outcome.pid).toBe(pid);
+    expect(outcome.report.escalated).toBe(true);
+    const child = readPids(dir).get('child') ?? 0;
+    const member = outcome.report.members.find((m: { pid: number }) => m.pid === child);
+    expect(member.outcome).toBe('killed');
+    expect(member.signals.map((s: { signal: string }) => s.signal)).toEqual(['SIGTERM', 'SIGKILL']);
+    expect(alive(child)).toBe(false);
+  });
+
+  it('--signal chooses the graceful signal; several PIDs end in parallel', async () => {
+    const a = await startTree('trap-cleanup.sh');
+    const b = await startTree('trap-cleanup.sh');
+    const r = await kill(['--signal', 'INT', String(a.pid), String(b.pid), '--grace', '300ms']);
+    expect(r.status).toBe(0);
+    // trap-cleanup traps TERM only: SIGINT ends it at once, so no cleanup marker.
+    expect(exists(join(a.dir, 'cleanup.done'))).toBe(false);
+    expect(alive(a.pid)).toBe(false);
+    expect(alive(b.pid)).toBe(false);
+    expect(r.stdout.toString().match(/SIGINT \+/g)?.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a PID that does not exist: exit 1, one line; the other PIDs are still ended', async () => {
+    const { pid } = await startTree('trap-cleanup.sh');
+    const r = await kill(['4194304', String(pid)]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('pid 4194304: no live process has pid 4194304; it may have exited already.\n');
+    expect(alive(pid)).toBe(false);
+  });
+
+  it('PID 1, an ancestor and procwarden itself are refused', async () => {
+    for (const args of [['1'], [String(process.pid)]]) {
+      const r = await kill(args);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(
+        /^pid \d+: refusing to terminate pid \d+: it is PID 1, this process or one of its ancestors\.\n$/,
+      );
+    }
+    const self = spawn('/bin/sh', ['-c', `exec "${process.execPath}" "${CLI}" kill $$`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    leaks.track(self.pid);
+    let err = '';
+    self.stderr?.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    const status = await new Promise((resolve) => self.once('close', resolve));
+    expect(status).toBe(1);
+    expect(err).toMatch(/refusing to terminate pid \d+/);
+  });
+
+  const bad: Array<[string, string[], RegExp]> = [
+    ['no PID', [], /^procwarden kill: missing PID/],
+    ['pid 0', ['0'], /^procwarden kill: '0' is not a process id/],
+    ['a word', ['abc'], /^procwarden kill: 'abc' is not a process id/],
+    ['a negative pid', ['--', '-5'], /^procwarden kill: '-5' is not a process id/],
+    ['bad grace', ['--grace', 'soon', '123'], /^procwarden kill: --grace: "soon" is not a duration/],
+    ['bad signal', ['--signal', 'NOPE', '123'], /^procwarden kill: --signal: "NOPE" is not a signal/],
+    ['unknown option', ['--force', '123'], /^procwarden kill: unrecognized option '--force'/],
+  ];
+  for (const [what, args, message] of bad) {
+    it(`bad input (${what}): exit 2 with one line`, async () => {
+      const r = await kill(args);
+      expect(r.status).toBe(2);
+      expect(r.stderr.split('\n')[0]).toMatch(message);
+      expect(r.stderr.split('\n')[1]).toBe("Try 'procwarden kill --help' for more information.");
+    });
+  }
+});

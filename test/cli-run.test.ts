@@ -1,0 +1,290 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CLI, type CliOptions, startCli } from './helpers/cli.js';
+import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+/** procwarden's own lines on stderr (bash fixtures add their own "Terminated" notes). */
+const ownLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('procwarden'));
+
+/** Runs `procwarden run ARGS`, tracking the CLI process itself. */
+async function run(args: string[], options: CliOptions = {}) {
+  const cli = startCli(['run', ...args], options);
+  leaks.track(cli.child.pid);
+  return cli.done;
+}
+
+describe('procwarden run: exit statuses', () => {
+  it("passes the command's own status through", async () => {
+    expect((await run(['--', 'sh', '-c', 'exit 0'])).status).toBe(0);
+    expect((await run(['--', 'sh', '-c', 'exit 3'])).status).toBe(3);
+    // `--` is optional when the command does not start with a dash.
+    expect((await run(['sh', '-c', 'exit 7'])).status).toBe(7);
+  });
+
+  it('124 when --timeout stops it, with one human line on stderr', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const r = await run(['--timeout', '1s', '--grace', '3s', '--', fixture('trap-cleanup.sh'), dir]);
+    expect(r.status).toBe(124);
+    expect(exists(join(dir, 'cleanup.done'))).toBe(true);
+    const lines = ownLines(r.stderr);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^procwarden: timed out after 1 s; SIGTERM to \d+ process(es)?; no SIGKILL needed; all gone in \d+/,
+    );
+    expect(r.stderr).not.toContain('\x1b['); // not a TTY: no colour
+  });
+
+  it('124 when --idle-timeout stops it', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const r = await run(['--idle-timeout', '0.3s', '--', fixture('silent.sh'), dir, '0.05', '2']);
+    expect(r.status).toBe(124);
+    expect(r.stdout.toString()).toBe('tick 1\ntick 2\n');
+    expect(r.stderr).toMatch(/^procwarden: no output for 300 ms; SIGTERM to \d+ process/m);
+  });
+
+  it('says when SIGKILL was needed', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const r = await run(['--timeout', '1s', '--grace', '300ms', '--', fixture('ignore-term.sh'), dir]);
+    expect(r.status).toBe(124);
+    expect(r.stderr).toMatch(/; \d+ needed SIGKILL after [\d.]+ m?s; all gone in/);
+    expect(alive(readPids(dir).get('main') ?? 0)).toBe(false);
+  });
+
+  it.skipIf(!existsSync('/usr/bin/script'))('colour on a TTY only, and never with NO_COLOR', () => {
+    const line = (env: Record<string, string | undefined>) =>
+      spawnSync(
+        '/usr/bin/script',
+        ['-qec', `${process.execPath} ${CLI} run --timeout 0.2s -- sleep 30`, '/dev/null'],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, NO_COLOR: undefined, ...env },
+        },
+      );
+    const tty = line({});
+    expect(tty.status).toBe(124);
+    expect(tty.stdout).toContain('\x1b[33mprocwarden:');
+    const noColor = line({ NO_COLOR: '1' });
+    expect(noColor.stdout).toMatch(/^procwarden: timed out after 200 ms/m);
+    expect(noColor.stdout).not.toContain('\x1b[');
+  });
+
+  it('--quiet prints no stop line', async () => {
+    const r = await run(['--quiet', '--timeout', '200ms', '--', 'sleep', '5']);
+    expect(r.status).toBe(124);
+    expect(r.stderr).toBe('');
+  });
+
+  it('127 when the command is not found, 126 when it cannot be executed', async () => {
+    const missing = await run(['--', 'procwarden-no-such-command']);
+    expect(missing.status).toBe(127);
+    expect(missing.stderr).toBe(
+      'procwarden run: procwarden-no-such-command: command not found (no such file in PATH or at that path).\n',
+    );
+    const dir = leaks.trackDir(makeTmp());
+    const notExecutable = join(dir, 'data.txt');
+    writeFileSync(notExecutable, 'just text\n', { mode: 0o644 });
+    const denied = await run(['--', notExecutable]);
+    expect(denied.status).toBe(126);
+    expect(denied.stderr).toMatch(/permission denied/);
+  });
+
+  it('128+N when the command dies of signal N', async () => {
+    const r = await run(['--', 'sh', '-c', 'kill -USR1 $$']);
+    expect(r.status).toBe(128 + 10);
+    expect(r.stderr).toBe('');
+  });
+});
+
+describe('procwarden run: bad input exits 125 with one line, nothing started', () => {
+  const cases: Array<[string, string[], RegExp]> = [
+    ['unknown option', ['--bogus', '--', 'true'], /^procwarden run: unrecognized option '--bogus'$/],
+    ['missing command', [], /^procwarden run: missing COMMAND/],
+    ['missing command after --', ['--timeout', '1s', '--'], /^procwarden run: missing COMMAND/],
+    [
+      'invalid duration',
+      ['--timeout', 'invalid', '--', 'true'],
+      /^procwarden run: --timeout: "invalid" is not a duration/,
+    ],
+    ['unit in capitals', ['--timeout', '42D', '--', 'true'], /"42D" is not a duration/],
+    ['negative duration', ['--grace=-1s', '--', 'true'], /"-1s" is not a duration/],
+    ['unknown signal', ['--signal', 'SIGFOO', '--', 'true'], /--signal: "SIGFOO" is not a signal/],
+    ['bad containment', ['--containment', 'jail', '--', 'true'], /--containment "jail": use one of/],
+    ['bad --env', ['--env', 'NOVALUE', '--', 'true'], /--env "NOVALUE": write NAME=VALUE/],
+    ['missing cwd', ['--cwd', '/no/such/dir', '--', 'true'], /cwd "\/no\/such\/dir" does not exist/],
+    ['option without value', ['--timeout'], /option '--timeout' needs a value/],
+    ['value for a flag', ['--quiet=yes', '--', 'true'], /option '--quiet' does not take a value/],
+  ];
+  for (const [what, args, message] of cases) {
+    it(what, async () => {
+      const r = await run(args);
+      expect(r.status).toBe(125);
+      const [first, second, ...more] = r.stderr.split('\n');
+      expect(first).toMatch(message);
+      expect(second).toBe("Try 'procwarden run --help' for more information.");
+      expect(more.join('')).toBe('');
+      expect(r.stderr).not.toMatch(/\bat .*\.js:\d+/); // never a stack trace
+    });
+  }
+});
+
+describe('procwarden run: pass-through', () => {
+  it('stdout and stderr byte for byte, invalid UTF-8 included', async () => {
+    const r = await run(['--', 'sh', '-c', "printf 'a\\377\\376b\\342\\202'; printf 'to stderr\\n' >&2"]);
+    expect(r.status).toBe(0);
+    expect([...r.stdout]).toEqual([0x61, 0xff, 0xfe, 0x62, 0xe2, 0x82]);
+    expect(r.stderr).toBe('to stderr\n');
+  });
+
+  it('a large output arrives whole and in order', async () => {
+    const r = await run(['--', 'seq', '1', '200000']);
+    const expected = Array.from({ length: 200_000 }, (_, i) => `${i + 1}\n`).join('');
+    expect(r.stdout.toString() === expected).toBe(true);
+  });
+
+  it('stdin reaches the command', async () => {
+    const r = await run(['--', 'sh', '-c', 'tr a-z A-Z'], { input: 'hello\nworld\n' });
+    expect(r.stdout.toString()).toBe('HELLO\nWORLD\n');
+  });
+
+  it('--env and --cwd', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const r = await run([
+      '--env',
+      'A=1',
+      '--env',
+      'B=x=y',
+      '--cwd',
+      dir,
+      '--',
+      'sh',
+      '-c',
+      'echo "$A $B $(pwd)"',
+    ]);
+    expect(r.stdout.toString()).toBe(`1 x=y ${dir}\n`);
+  });
+});
+
+describe('procwarden run: the tree', () => {
+  it('a double-forked daemon left behind is ended after a normal exit, and the line says so', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const r = await run(['--', fixture('double-fork.sh'), dir]);
+    expect(r.status).toBe(0);
+    expect(r.stderr).toMatch(
+      /^procwarden: the command exited 0 and left 1 process behind; SIGTERM to 1 process/m,
+    );
+    expect(alive(readPids(dir).get('daemon') ?? 0)).toBe(false);
+  });
+
+  it('--keep-leftovers leaves it running', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const r = await run(['--keep-leftovers', '--', fixture('double-fork.sh'), dir]);
+    expect(r.status).toBe(0);
+    expect(r.stderr).toBe('');
+    const daemon = readPids(dir).get('daemon') ?? 0;
+    expect(alive(daemon)).toBe(true);
+    process.kill(daemon, 'SIGKILL');
+    await waitFor(() => !alive(daemon), { what: 'daemon gone' });
+  });
+
+  it('a setsid descendant is ended on timeout', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const r = await run(['--timeout', '1s', '--', fixture('setsid-child.sh'), dir]);
+    expect(r.status).toBe(124);
+    expect(exists(join(dir, 'escapee.done'))).toBe(true);
+    expect(alive(readPids(dir).get('escapee') ?? 0)).toBe(false);
+  });
+});
+
+describe('procwarden run: signals sent to procwarden', () => {
+  for (const [signal, status] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
+    it(`${signal} cancels the run gracefully, then procwarden exits ${status}`, async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const cli = startCli(['run', '--', fixture('parent-exits.sh'), dir]);
+      leaks.track(cli.child.pid);
+      await waitFor(() => cli.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
+      cli.child.kill(signal);
+      const r = await cli.done;
+      expect(r.status).toBe(status);
+      expect(ownLines(r.stderr)).toHaveLength(1);
+      expect(ownLines(r.stderr)[0]).toMatch(
+        new RegExp(`^procwarden: got ${signal}, stopping the command; SIGTERM to \\d+ processes`),
+      );
+      expect(exists(join(dir, 'child.done'))).toBe(true);
+      const pids = readPids(dir);
+      expect(alive(pids.get('parent') ?? 0)).toBe(false);
+      expect(alive(pids.get('child') ?? 0)).toBe(false);
+    });
+  }
+
+  it('a second signal sends SIGKILL at once', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const cli = startCli(['run', '--grace', '60s', '--', fixture('ignore-term.sh'), dir]);
+    leaks.track(cli.child.pid);
+    await waitFor(() => cli.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
+    cli.child.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 200));
+    const t = Date.now();
+    cli.child.kill('SIGINT');
+    const r = await cli.done;
+    expect(Date.now() - t).toBeLessThan(10_000);
+    expect(r.status).toBe(130);
+    expect(r.stderr).toMatch(/needed SIGKILL/);
+  });
+
+  it('a closed stdout stops the command as SIGPIPE would (141)', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const file = join(dir, 'result.json');
+    const cli = startCli(['run', '--json', file, '--', 'yes']);
+    leaks.track(cli.child.pid);
+    await waitFor(() => cli.stdout().length > 0, { what: 'first output', timeoutMs: 30_000 });
+    cli.child.stdout?.destroy();
+    const r = await cli.done;
+    expect(r.status).toBe(141);
+    expect(r.stderr).toMatch(/^procwarden: got SIGPIPE, stopping the command; SIGTERM to 1 process/);
+    leaks.trackCookie(JSON.parse(readFileSync(file, 'utf8')).id);
+  });
+});
+
+describe('procwarden run --json', () => {
+  it('writes the result with its termination report to FILE', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const file = join(dir, 'result.json');
+    const r = await run(['--json', file, '--timeout', '200ms', '--', 'sh', '-c', 'echo hi; sleep 5']);
+    expect(r.status).toBe(124);
+    expect(r.stdout.toString()).toBe('hi\n');
+    const result = JSON.parse(readFileSync(file, 'utf8'));
+    expect(result).toMatchObject({ reason: 'overall-timeout', timedOut: true, exitSignal: 'SIGTERM' });
+    expect(result.stdout.text).toBe('hi\n');
+    expect(result.tree.report.members.length).toBeGreaterThanOrEqual(1);
+    leaks.trackCookie(result.id);
+  });
+
+  it("'-' writes to stdout, no FILE to stderr", async () => {
+    const toStdout = await run(['--json', '-', '--', 'true']);
+    expect(JSON.parse(toStdout.stdout.toString())).toMatchObject({ reason: 'exit', exitCode: 0 });
+    const toStderr = await run(['--json', '--', 'sh', '-c', 'echo out']);
+    expect(toStderr.stdout.toString()).toBe('out\n');
+    expect(JSON.parse(toStderr.stderr)).toMatchObject({ reason: 'exit', stdout: { text: 'out\n' } });
+    const attached = await run(['--json=-', 'true']);
+    expect(JSON.parse(attached.stdout.toString()).exitCode).toBe(0);
+  });
+
+  it('a FILE that cannot be written fails before anything starts', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const r = await run(['--json', '/no/such/dir/x.json', '--', 'sh', '-c', `touch ${dir}/ran`]);
+    expect(r.status).toBe(125);
+    expect(r.stderr.split('\n')[0]).toBe(
+      'procwarden run: --json: cannot write "/no/such/dir/x.json" (ENOENT)',
+    );
+    expect(exists(join(dir, 'ran'))).toBe(false);
+  });
+});

@@ -1,0 +1,107 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startCli } from './helpers/cli.js';
+import { alive, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+async function tree(args: string[]) {
+  const cli = startCli(['tree', ...args]);
+  leaks.track(cli.child.pid);
+  return cli.done;
+}
+
+/** The row of `pid` in tree output, split into columns. */
+function row(out: string, pid: number): string[] | undefined {
+  return out
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .find((cols) => cols[0] === String(pid));
+}
+
+describe('procwarden tree', () => {
+  it('shows a run: pid, pgid, sid, state, age, leaders and the run cookie; escaped members after it', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const json = join(dir, 'result.json');
+    // A procwarden run holds a tree with a double-forked daemon (setsid, re-parented away).
+    const run = startCli([
+      'run',
+      '--json',
+      json,
+      '--timeout',
+      '60s',
+      '--',
+      fixture('double-fork.sh'),
+      dir,
+      'wait',
+    ]);
+    leaks.track(run.child.pid);
+    await waitFor(() => run.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
+    const pids = readPids(dir);
+    const parent = pids.get('parent') ?? 0;
+    const escapee = pids.get('daemon') ?? 0;
+
+    const whole = (await tree([])).stdout.toString();
+    expect(whole.split('\n')[0]).toMatch(/^\s+PID\s+PGID\s+SID\s+S\s+AGE\s+LD\s+COMMAND$/);
+    expect(row(whole, parent)).toBeDefined();
+
+    const r = await tree([String(parent)]);
+    expect(r.status).toBe(0);
+    const out = r.stdout.toString();
+    const cols = row(out, parent) ?? [];
+    // The command leads its own session and group (process-group containment).
+    expect(cols.slice(0, 3)).toEqual([String(parent), String(parent), String(parent)]);
+    expect(cols[3]).toMatch(/^[RS]$/);
+    expect(cols[4]).toMatch(/^\d+[smhd]/);
+    expect(cols[5]).toBe('SG');
+    expect(out).toMatch(/run=pw\w+-1/);
+    // The daemon left by parent link and session: listed after the tree, as a member of the same run.
+    const [treePart, escapedPart] = out.split('escaped from this tree, same procwarden run:');
+    expect(row(treePart ?? '', escapee)).toBeUndefined();
+    expect(row(escapedPart ?? '', escapee)).toBeDefined();
+    expect(escapedPart).toMatch(/run=pw\w+-1/);
+
+    run.child.kill('SIGTERM');
+    expect((await run.done).status).toBe(143);
+    leaks.trackCookie(JSON.parse(readFileSync(json, 'utf8')).id);
+  });
+
+  it('marks a group leader that is not a session leader', async () => {
+    // `set -m` gives the background job its own process group inside the shell's session.
+    const shell = spawn('bash', ['-c', 'set -m; sleep 60 & echo $!; wait'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    leaks.track(shell.pid);
+    let out = '';
+    shell.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    const sleeper = Number(await waitFor(() => /^\d+\n/.exec(out)?.[0], { what: 'sleep pid' }));
+    leaks.track(sleeper);
+    const r = (await tree([String(shell.pid)])).stdout.toString();
+    expect(row(r, shell.pid ?? 0)?.[5]).toBe('SG');
+    const cols = row(r, sleeper) ?? [];
+    expect(cols.slice(0, 3)).toEqual([String(sleeper), String(sleeper), String(shell.pid)]);
+    expect(cols[5]).toBe('G');
+    process.kill(sleeper, 'SIGKILL');
+    process.kill(shell.pid ?? 0, 'SIGKILL');
+    await waitFor(() => !alive(sleeper) && !alive(shell.pid ?? 0), { what: 'shell and sleep gone' });
+  });
+
+  it('bad input', async () => {
+    const missing = await tree(['4194304']);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toBe('procwarden tree: no process has pid 4194304\n');
+    const word = await tree(['abc']);
+    expect(word.status).toBe(2);
+    expect(word.stderr.split('\n')[0]).toBe(
+      "procwarden tree: 'abc' is not a process id; give a positive whole number",
+    );
+    const two = await tree(['1', '2']);
+    expect(two.status).toBe(2);
+  });
+});

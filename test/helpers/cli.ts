@@ -1,0 +1,58 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The built CLI (npm test builds before vitest runs). */
+export const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
+
+export interface CliResult {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: Buffer;
+  stderr: string;
+  pid: number;
+}
+
+export interface CliOptions {
+  input?: string | Buffer;
+  env?: Record<string, string | undefined>;
+  /** Run this file instead of dist/cli/main.js (a `timeout` link to it, say). */
+  script?: string;
+  cwd?: string;
+}
+
+/** Starts the CLI as a child process; stdout is collected as bytes, stderr as text. */
+export function startCli(args: string[], options: CliOptions = {}) {
+  const child: ChildProcess = spawn(process.execPath, [options.script ?? CLI, ...args], {
+    env: { ...process.env, NO_COLOR: undefined, ...options.env },
+    cwd: options.cwd,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const out: Buffer[] = [];
+  let err = '';
+  child.stdout?.on('data', (c: Buffer) => out.push(c));
+  child.stderr?.on('data', (c: Buffer) => {
+    err += c.toString('utf8');
+  });
+  child.stdin?.on('error', () => {});
+  if (options.input !== undefined) child.stdin?.end(options.input);
+  else child.stdin?.end();
+  // Settles on exit; output is awaited only briefly after it, since a process deliberately left
+  // alive (timeout --foreground, --keep-leftovers) may hold the pipes for as long as it lives.
+  const done = new Promise<CliResult>((resolve) => {
+    child.once('exit', async (status, signal) => {
+      await Promise.race([
+        new Promise((r) => child.once('close', r)),
+        new Promise((r) => setTimeout(r, 500)),
+      ]);
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      resolve({ status, signal, stdout: Buffer.concat(out), stderr: err, pid: child.pid ?? 0 });
+    });
+  });
+  return { child, done, stderr: () => err, stdout: () => Buffer.concat(out).toString('utf8') };
+}
+
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  return startCli(args, options).done;
+}
