@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -102,6 +102,36 @@ describe('reap after a supervisor crash', () => {
     expect(report.runs.reduce((n, r) => n + r.killed, 0)).toBeGreaterThanOrEqual(2);
     expect([...pids.entries()].filter(([, pid]) => alive(pid))).toEqual([]);
     expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('`procwarden reap` from the command line: zero survivors, empty journal', async () => {
+    const { host, stateDir, pids } = await startRunsHost();
+    host.child.kill('SIGKILL');
+    await host.exited;
+    const cli = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
+    const livingBefore = [...pids.values()].filter(alive);
+    const dry = spawnSync(process.execPath, [cli, 'reap', '--dry-run', '--state-dir', stateDir], {
+      encoding: 'utf8',
+    });
+    expect(dry.status, dry.stderr).toBe(0);
+    expect(dry.stdout, dry.stdout + dry.stderr).toContain('would reap');
+    expect([...pids.values()].filter(alive)).toEqual(livingBefore); // a dry run signals nothing
+    const real = spawnSync(
+      process.execPath,
+      [cli, 'reap', '--json', '--grace', '300ms', '--state-dir', stateDir],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(real.status).toBe(0);
+    const report = JSON.parse(real.stdout) as ReapReport;
+    expect(report.runs.map((r) => r.action)).toEqual(['reaped', 'reaped', 'reaped']);
+    expect(report.survivors).toBe(0);
+    expect([...pids.entries()].filter(([, pid]) => alive(pid))).toEqual([]);
+    expect(journalFiles(stateDir)).toEqual([]);
+    const bad = spawnSync(process.execPath, [cli, 'reap', '--grace', 'soon'], { encoding: 'utf8' });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr.trim().split('\n')[0]).toMatch(/procwarden reap: .*soon/);
   });
 
   it('two live supervisors never reap each other', async () => {

@@ -10,6 +10,7 @@ Commands:
   kill     end a running process and all its descendants: SIGTERM, a grace, then SIGKILL
   tree     show the process tree, with groups, sessions and procwarden runs marked
   proof    prove the guarantees live on this machine (five real cases); exit 0 when all hold
+  reap     after a crash: end what is left of the runs of supervisors that died
 
 Options:
   -h, --help     show this help (or: procwarden COMMAND --help)
@@ -146,4 +147,23 @@ Every process a case starts must be gone when it ends. Exit 0 when every case ho
 Options:
   --json       print the proof of each case as JSON on stdout (the summary goes to stderr)
   -h, --help   show this help
+`;
+
+export const REAP_HELP = `Usage: procwarden reap [OPTIONS]
+
+Every run a Supervisor starts is recorded in its journal until the run's tree is gone. When the
+supervisor dies (crash, SIGKILL, deploy), its runs keep going: reap finds the records of dead
+supervisors and ends what is left of each run (members checked by identity, escaped members found
+by their cookie, cgroup.kill for cgroup runs), then removes the records and empty cgroups.
+Runs of supervisors that are alive are never touched.
+
+Options:
+  --dry-run          show what would be ended; signal nothing, remove nothing
+  --json             print the report as JSON
+  --grace DUR        time between the graceful signal and SIGKILL (default 5s)
+  --state-dir DIR    the journal (default: $PROCWARDEN_STATE_DIR, $XDG_STATE_HOME/procwarden,
+                     ~/.local/state/procwarden)
+  -h, --help         show this help
+
+Exit status: 0 nothing left behind; 1 members survived SIGKILL (their records are kept); 2 bad options.
 `;

@@ -5,6 +5,7 @@ import { EXIT_FAILED, EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
 import { MAIN_HELP } from './help.js';
 import { killCommand } from './kill.js';
 import { proofCommand } from './proof.js';
+import { reapCommand } from './reap.js';
 import { runCommand } from './run.js';
 import { timeoutCommand } from './timeout.js';
 import { treeCommand } from './tree.js';
@@ -23,6 +24,7 @@ const COMMANDS: Record<string, Command> = {
   kill: { run: killCommand, failStatus: EXIT_FAILURE },
   tree: { run: treeCommand, failStatus: EXIT_FAILURE },
   proof: { run: proofCommand, failStatus: EXIT_FAILURE },
+  reap: { run: reapCommand, failStatus: EXIT_FAILURE },
 };
 
 interface Invocation {

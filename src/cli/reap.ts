@@ -1,0 +1,62 @@
+import { isProcwardenError } from '../errors.js';
+import { type ReapedRun, type ReapReport, reap } from '../journal/index.js';
+import { parseDuration } from '../spec/index.js';
+import { parseOptions, UsageError } from './args.js';
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
+import { processes } from './format.js';
+import { REAP_HELP } from './help.js';
+
+const OPTIONS = {
+  'dry-run': { type: 'boolean' },
+  json: { type: 'boolean' },
+  grace: { type: 'string' },
+  'state-dir': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+const ACTION_TEXT: Record<ReapedRun['action'], string> = {
+  reaped: 'reaped',
+  'would-reap': 'would reap',
+  'supervisor-alive': 'left alone (its supervisor is alive)',
+  incomplete: 'INCOMPLETE (members survived SIGKILL; record kept)',
+};
+
+function describe(report: ReapReport): string {
+  const lines = [`journal: ${report.stateDir}${report.dryRun ? ' (dry run: nothing was signalled)' : ''}`];
+  if (report.runs.length === 0) lines.push('no runs recorded');
+  for (const run of report.runs) {
+    const tree = run.action === 'supervisor-alive' ? '' : `; ${processes(run.members.length)} left`;
+    const killed = run.killed > 0 ? `, ${run.killed} needed SIGKILL` : '';
+    lines.push(
+      `${run.runId} (supervisor pid ${run.supervisorPid}): ${ACTION_TEXT[run.action]}${tree}${killed}`,
+    );
+    for (const m of run.members) lines.push(`  ${String(m.pid).padStart(7)}  ${m.command}`);
+    for (const note of run.notes) lines.push(`  note: ${note}`);
+  }
+  for (const s of report.skipped) lines.push(`skipped ${s.file}: ${s.problem}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** procwarden reap: ends what is left of the runs of supervisors that died (crash, SIGKILL). */
+export async function reapCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseOptions(args, OPTIONS, EXIT_USAGE);
+  if (values.help) {
+    process.stdout.write(REAP_HELP);
+    return 0;
+  }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`, EXIT_USAGE);
+  let graceMs: number | undefined;
+  try {
+    graceMs = values.grace === undefined ? undefined : parseDuration(values.grace, '--grace');
+  } catch (error) {
+    if (isProcwardenError(error)) throw new UsageError(error.message, EXIT_USAGE);
+    throw error;
+  }
+  const report = await reap({
+    dryRun: values['dry-run'] === true,
+    ...(values['state-dir'] !== undefined ? { stateDir: values['state-dir'] } : {}),
+    ...(graceMs !== undefined ? { graceMs } : {}),
+  });
+  process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : describe(report));
+  return report.survivors > 0 ? EXIT_FAILURE : 0;
+}
