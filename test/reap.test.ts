@@ -48,6 +48,17 @@ function cgroupRoot(): string | { why: string } {
 }
 const cgroups = cgroupRoot();
 
+/** Parent cgroups a (dead) host's supervisor made, `procwarden-<pid>-<start>` beside ours. */
+function hostCgroups(hostPid: number | undefined): string[] {
+  const own = readFileSync('/proc/self/cgroup', 'utf8').match(/^0::(.*)$/m)?.[1];
+  if (typeof cgroups !== 'string' || own === undefined) return [];
+  try {
+    return readdirSync(join(cgroups, own)).filter((n) => n.startsWith(`procwarden-${hostPid}-`));
+  } catch {
+    return [];
+  }
+}
+
 /** The pids a host's runs wrote, by "<run dir>/<name>", each dir tracked by the leak guard. */
 function hostPids(dir: string): Map<string, number> {
   const out = new Map<string, number>();
@@ -102,6 +113,7 @@ describe('reap after a supervisor crash', () => {
     expect(report.runs.reduce((n, r) => n + r.killed, 0)).toBeGreaterThanOrEqual(2);
     expect([...pids.entries()].filter(([, pid]) => alive(pid))).toEqual([]);
     expect(journalFiles(stateDir)).toEqual([]);
+    expect(hostCgroups(host.child.pid)).toEqual([]); // its supervisor's parent cgroup too
   });
 
   it('`procwarden reap` from the command line: zero survivors, empty journal', async () => {
@@ -221,6 +233,7 @@ describe('reap after a supervisor crash', () => {
     const report = (await sup.reconciled) as ReapReport;
     expect(report.runs.map((r) => [r.action, r.members.length])).toEqual([['reaped', 0]]);
     expect(journalFiles(stateDir)).toEqual([]);
+    expect(hostCgroups(host.child.pid)).toEqual([]);
   });
 
   it('a cgroup path that is not below a cgroup2 mount is not trusted: what it lists is left alone', async () => {

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { join, normalize } from 'node:path';
+import { basename, dirname, join, normalize } from 'node:path';
 
 /**
  * What is left of a dead run's cgroup (Linux cgroup v2): its processes, cgroup.kill, removal.
@@ -75,6 +75,30 @@ export class CgroupRemains {
       }
     };
     return rm(this.path);
+  }
+}
+
+/**
+ * A dead supervisor also leaves the parent cgroup it made for its runs, `procwarden-<pid>-<start>`.
+ * It is removed once empty, and only when it names the record's supervisor and that process (pid
+ * and start time) is gone: another supervisor's parent is never touched.
+ */
+export function removeSupervisorCgroup(
+  runCgroup: string,
+  supervisorPid: number,
+  alive: (pid: number, start: string) => boolean,
+): string | null {
+  const parent = dirname(runCgroup);
+  const match = /^procwarden-(\d+)-(\d+)$/.exec(basename(parent));
+  if (!match || Number(match[1]) !== supervisorPid || alive(supervisorPid, match[2] as string)) return null;
+  try {
+    rmdirSync(parent);
+    return null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // Another of its runs still has a cgroup there (its own record will remove it), or it is gone.
+    if (code === 'ENOENT' || code === 'EBUSY' || code === 'ENOTEMPTY') return null;
+    return `could not remove cgroup ${parent}: ${code ?? error}`;
   }
 }
 

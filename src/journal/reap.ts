@@ -2,7 +2,7 @@ import { type Clock, realClock } from '../clock.js';
 import { Deliverer, Guard, type SendSignal, terminate } from '../kill/index.js';
 import { normalizeSignal } from '../spec/index.js';
 import { CoalescingTable, isGone, type ProcessTable, platformTable } from '../tree/index.js';
-import { CgroupRemains } from './cgroup-remains.js';
+import { CgroupRemains, removeSupervisorCgroup } from './cgroup-remains.js';
 import { Journal, type JournalEntry, type JournalProblem } from './journal.js';
 import { OrphanTarget } from './orphan-target.js';
 import type { RunRecord } from './record.js';
@@ -175,6 +175,15 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   if (report.escaped > 0) return result;
   const problem = cgroup?.remove();
   if (problem) result.notes.push(problem);
+  else if (cgroup) {
+    const supervisor = await ctx.table.get(record.supervisorPid);
+    const parentProblem = removeSupervisorCgroup(
+      cgroup.path,
+      record.supervisorPid,
+      (_pid, start) => !isGone(supervisor) && supervisor?.startTime === start,
+    );
+    if (parentProblem) result.notes.push(parentProblem);
+  }
   for (const file of out.files) {
     try {
       ctx.journal.removeFile(file);
