@@ -47,7 +47,8 @@ export class TreeMembership {
       if (now && now.startTime === k.startTime) add(now);
     }
     if (this.cookie && this.table.findByEnv) {
-      for (const pid of await this.table.findByEnv(COOKIE_NAME, this.cookie)) add(byPid.get(pid));
+      const search = { among: list, ...(root ? { bornSince: root } : {}) };
+      for (const pid of await this.table.findByEnv(COOKIE_NAME, this.cookie, search)) add(byPid.get(pid));
     }
     const roots = [...members.values()].map((p) => p.pid);
     if (root && byPid.get(root.pid)?.startTime === root.startTime) roots.push(root.pid);

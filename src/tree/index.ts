@@ -4,7 +4,7 @@ import type { ProcessTable } from './types.js';
 export { ProcfsTable, parseStat } from './procfs.js';
 export { ancestorsOf, descendantsOf } from './relations.js';
 export { type CommandResult, type CommandRunner, execRunner } from './runner.js';
-export { isGone, type ProcessInfo, type ProcessTable, sameProcess } from './types.js';
+export { type EnvSearch, isGone, type ProcessInfo, type ProcessTable, sameProcess } from './types.js';
 
 /** The process table of the platform we run on. */
 export function platformTable(): ProcessTable {

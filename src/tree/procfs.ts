@@ -1,18 +1,35 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import type { ProcessInfo, ProcessTable } from './types.js';
+import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
+import type { EnvSearch, ProcessInfo, ProcessTable } from './types.js';
+
+interface EnvRequest {
+  needle: Buffer;
+  search: EnvSearch;
+  resolve: (pids: number[]) => void;
+}
 
 /**
  * Linux process table read from /proc. Reads are synchronous on purpose: each is a few
  * microseconds from the kernel, and a snapshot taken in one go is more coherent than one
- * spread over many event-loop turns.
+ * spread over many event-loop turns. Full scans asked for in the same event-loop turn (many runs
+ * ending at once) share one pass over /proc, taken after the last of them asked.
  */
 export class ProcfsTable implements ProcessTable {
   readonly name = 'procfs';
+  // One buffer for every read: readFileSync would allocate and fstat per file, doubling the cost.
+  private scratch = Buffer.allocUnsafe(64 * 1024);
+  private pendingList: Promise<ProcessInfo[]> | null = null;
+  private envRequests: EnvRequest[] = [];
 
   constructor(private readonly root = '/proc') {}
 
-  async list(): Promise<ProcessInfo[]> {
-    return this.listSync();
+  list(): Promise<ProcessInfo[]> {
+    this.pendingList ??= new Promise((resolve) =>
+      setImmediate(() => {
+        this.pendingList = null;
+        resolve(this.listSync());
+      }),
+    );
+    return this.pendingList;
   }
 
   listSync(): ProcessInfo[] {
@@ -31,30 +48,83 @@ export class ProcfsTable implements ProcessTable {
   }
 
   getSync(pid: number): ProcessInfo | null {
-    let text: string;
-    try {
-      text = readFileSync(`${this.root}/${pid}/stat`, 'utf8');
-    } catch {
-      return null; // vanished between readdir and read, or never existed
-    }
-    return parseStat(text);
+    const size = this.read(`${this.root}/${pid}/stat`);
+    // Vanished between readdir and read, or never existed.
+    return size < 0 ? null : parseStat(this.scratch.toString('utf8', 0, size));
   }
 
-  async findByEnv(name: string, value: string): Promise<number[]> {
-    const needle = Buffer.from(`${name}=${value}\0`);
-    const found: number[] = [];
+  findByEnv(name: string, value: string, search: EnvSearch = {}): Promise<number[]> {
+    return new Promise((resolve) => {
+      if (this.envRequests.length === 0) setImmediate(() => this.scanEnvironments());
+      this.envRequests.push({ needle: Buffer.from(`${name}=${value}\0`), search, resolve });
+    });
+  }
+
+  /** One pass for every request of this turn: each environment is read once, whoever asked. */
+  private scanEnvironments(): void {
+    const requests = this.envRequests;
+    this.envRequests = [];
+    const wanted = new Map<number, EnvRequest[]>();
+    const everyPid = requests.some((r) => !r.search.among) ? this.pids() : [];
+    for (const r of requests) {
+      const floor = r.search.bornSince ? Number(r.search.bornSince.startTime) : -1;
+      const pids = r.search.among
+        ? r.search.among.filter((p) => Number(p.startTime) >= floor).map((p) => p.pid)
+        : everyPid;
+      for (const pid of pids) {
+        const list = wanted.get(pid);
+        if (list) list.push(r);
+        else wanted.set(pid, [r]);
+      }
+    }
+    const found = new Map<EnvRequest, number[]>(requests.map((r) => [r, []]));
+    for (const [pid, askers] of wanted) {
+      const env = this.readAll(`${this.root}/${pid}/environ`);
+      if (!env) continue; // gone, or not ours to read
+      for (const r of askers) if (hasEntry(env, r.needle)) found.get(r)?.push(pid);
+    }
+    for (const r of requests) r.resolve(found.get(r) ?? []);
+  }
+
+  private pids(): number[] {
+    const out: number[] = [];
     for (const entry of readdirSync(this.root)) {
       const code = entry.charCodeAt(0);
-      if (code < 48 || code > 57) continue;
-      let env: Buffer;
-      try {
-        env = readFileSync(`${this.root}/${entry}/environ`);
-      } catch {
-        continue; // gone, or not ours to read
-      }
-      if (hasEntry(env, needle)) found.push(Number(entry));
+      if (code >= 48 && code <= 57) out.push(Number(entry));
     }
-    return found;
+    return out;
+  }
+
+  /** Reads a whole file into the scratch buffer (growing it if needed); -1 when it cannot be read. */
+  private read(path: string): number {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch {
+      return -1;
+    }
+    try {
+      let size = 0;
+      for (;;) {
+        if (size === this.scratch.length) {
+          const bigger = Buffer.allocUnsafe(this.scratch.length * 2);
+          this.scratch.copy(bigger);
+          this.scratch = bigger;
+        }
+        const n = readSync(fd, this.scratch, size, this.scratch.length - size, null);
+        if (n === 0) return size;
+        size += n;
+      }
+    } catch {
+      return -1;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private readAll(path: string): Buffer | null {
+    const size = this.read(path);
+    return size < 0 ? null : this.scratch.subarray(0, size);
   }
 }
 

@@ -21,7 +21,18 @@ export interface ProcessTable {
    * Pids whose environment holds `NAME=value`. Optional: only tables that can read other processes'
    * environments (procfs) offer it.
    */
-  findByEnv?(name: string, value: string): Promise<number[]>;
+  findByEnv?(name: string, value: string, search?: EnvSearch): Promise<number[]>;
+}
+
+/** Narrows an environment search; both are optimisations, the answer for a match is the same. */
+export interface EnvSearch {
+  /** Look only at these processes (a snapshot the caller already holds) instead of every pid. */
+  among?: readonly ProcessInfo[];
+  /**
+   * Skip processes started before this one: an environment inherited from a run cannot be older
+   * than the run's first process, so a run's cookie search need not read older environments.
+   */
+  bornSince?: ProcessInfo;
 }
 
 /** Zombies and dead entries count as gone: on hosts whose PID 1 does not reap, they stay forever. */

@@ -1,0 +1,70 @@
+// npm run bench [-- --quick] [-- --only=1,2]: every figure side by side, contenders alternated.
+import { execSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, release } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Tracker } from './lib/cleanup.mjs';
+import { reaped, reexecUnderSubreaper } from './lib/reaper.mjs';
+import { renderMarkdown, renderText } from './lib/table.mjs';
+
+const exitCode = await reexecUnderSubreaper();
+if (exitCode !== null) process.exit(exitCode);
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',')
+  .map(Number);
+const reps = quick ? 3 : 5;
+
+const FIGURES = ['spawn', 'kill-tree', 'grace', 'output', 'scale', 'sweep'];
+
+const machine = {
+  nproc: Number(execSync('nproc').toString().trim()),
+  cpu: cpus()[0]?.model ?? 'unknown',
+  node: process.version,
+  kernel: release(),
+  subreaper: reaped(),
+  date: new Date().toISOString(),
+};
+console.log(
+  `procwarden bench${quick ? ' --quick' : ''}: ${machine.nproc} cores (${machine.cpu}), node ${machine.node}, Linux ${machine.kernel}; median of ${reps}, contenders alternated\n`,
+);
+
+const started = performance.now();
+const tracker = new Tracker();
+const figures = [];
+let leaked = 0;
+for (const file of FIGURES) {
+  const { default: figure } = await import(`./${file}.mjs`);
+  if (only && !only.includes(figure.id)) continue;
+  const t0 = performance.now();
+  const result = await figure.run({ quick, reps, tracker });
+  const survivors = tracker.sweep();
+  leaked += survivors;
+  const done = { id: figure.id, title: figure.title, unit: figure.unit, ...result };
+  if (survivors > 0) done.notes = [...(done.notes ?? []), `${survivors} processes survived and were killed`];
+  figures.push(done);
+  console.log(`${renderText(done)}\n  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
+}
+const seconds = (performance.now() - started) / 1000;
+console.log(`total ${seconds.toFixed(1)} s; leaked processes: ${leaked}`);
+
+if (!quick && !only) {
+  const dir = join(dirname(fileURLToPath(import.meta.url)), 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'latest.json'),
+    `${JSON.stringify({ machine, reps, seconds, figures }, null, 2)}\n`,
+  );
+  const md = [
+    `Measured ${machine.date.slice(0, 10)} on ${machine.nproc} cores (${machine.cpu}), Node ${machine.node}, Linux ${machine.kernel}; median of ${reps} repetitions (min, max shown), contenders alternated; ratios against the raw baseline of each case.`,
+    ...figures.map(renderMarkdown),
+  ].join('\n\n');
+  writeFileSync(join(dir, 'latest.md'), `${md}\n`);
+  console.log(`wrote bench/results/latest.json and latest.md`);
+}
+process.exit(leaked > 0 ? 1 : 0);
