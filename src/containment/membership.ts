@@ -1,6 +1,6 @@
 import type { Guard } from '../kill/index.js';
 import { COOKIE_NAME } from '../spec/index.js';
-import { descendantsOf, isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import { descendantsOf, indexTable, isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 
@@ -33,7 +33,7 @@ export class TreeMembership {
   async scan(): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
     const list = await this.table.list();
-    const byPid = new Map(list.map((p) => [p.pid, p]));
+    const { byPid, byGroup } = indexTable(list);
     const members = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
       if (p && !isGone(p) && !this.guard.forbidsPid(p.pid)) members.set(key(p), p);
@@ -41,7 +41,7 @@ export class TreeMembership {
 
     const root = this.root;
     const group = this.useGroup && root ? this.groupOf(root, byPid) : null;
-    if (group !== null) for (const p of list) if (p.pgid === group && p.sid === root?.sid) add(p);
+    if (group !== null) for (const p of byGroup.get(group) ?? []) if (p.sid === root?.sid) add(p);
     for (const k of this.known.values()) {
       const now = byPid.get(k.pid);
       if (now && now.startTime === k.startTime) add(now);

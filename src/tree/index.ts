@@ -2,7 +2,7 @@ import { ProcfsTable } from './procfs.js';
 import type { ProcessTable } from './types.js';
 
 export { ProcfsTable, parseStat } from './procfs.js';
-export { ancestorsOf, descendantsOf } from './relations.js';
+export { ancestorsOf, descendantsOf, indexTable, type TableIndex } from './relations.js';
 export { type CommandResult, type CommandRunner, execRunner } from './runner.js';
 export { type EnvSearch, isGone, type ProcessInfo, type ProcessTable, sameProcess } from './types.js';
 

@@ -2,7 +2,9 @@ import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
 import type { EnvSearch, ProcessInfo, ProcessTable } from './types.js';
 
 interface EnvRequest {
-  needle: Buffer;
+  name: string;
+  /** `NAME=value`, as the entry appears in an environment block. */
+  entry: string;
   search: EnvSearch;
   resolve: (pids: number[]) => void;
 }
@@ -56,32 +58,50 @@ export class ProcfsTable implements ProcessTable {
   findByEnv(name: string, value: string, search: EnvSearch = {}): Promise<number[]> {
     return new Promise((resolve) => {
       if (this.envRequests.length === 0) setImmediate(() => this.scanEnvironments());
-      this.envRequests.push({ needle: Buffer.from(`${name}=${value}\0`), search, resolve });
+      this.envRequests.push({ name, entry: `${name}=${value}`, search, resolve });
     });
   }
 
-  /** One pass for every request of this turn: each environment is read once, whoever asked. */
+  /**
+   * One pass for every request of this turn: each candidate environment is read once and its
+   * value for the searched name looked up, whoever asked (a thousand runs ending at once would
+   * otherwise read every environment a thousand times).
+   */
   private scanEnvironments(): void {
     const requests = this.envRequests;
     this.envRequests = [];
-    const wanted = new Map<number, EnvRequest[]>();
-    const everyPid = requests.some((r) => !r.search.among) ? this.pids() : [];
-    for (const r of requests) {
-      const floor = r.search.bornSince ? Number(r.search.bornSince.startTime) : -1;
-      const pids = r.search.among
-        ? r.search.among.filter((p) => Number(p.startTime) >= floor).map((p) => p.pid)
-        : everyPid;
-      for (const pid of pids) {
-        const list = wanted.get(pid);
-        if (list) list.push(r);
-        else wanted.set(pid, [r]);
-      }
-    }
     const found = new Map<EnvRequest, number[]>(requests.map((r) => [r, []]));
-    for (const [pid, askers] of wanted) {
-      const env = this.readAll(`${this.root}/${pid}/environ`);
-      if (!env) continue; // gone, or not ours to read
-      for (const r of askers) if (hasEntry(env, r.needle)) found.get(r)?.push(pid);
+    // Requests made from one snapshot share its `among` array: group by it.
+    const groups = new Map<readonly ProcessInfo[] | null, EnvRequest[]>();
+    for (const r of requests) {
+      const k = r.search.among ?? null;
+      const group = groups.get(k);
+      if (group) group.push(r);
+      else groups.set(k, [r]);
+    }
+    for (const [among, group] of groups) {
+      const floor = Math.min(...group.map(bornFloor));
+      const candidates = among
+        ? among.filter((p) => Number(p.startTime) >= floor)
+        : this.pids().map((pid) => ({ pid, startTime: null }));
+      const askers = new Map<string, EnvRequest[]>();
+      for (const r of group) {
+        const list = askers.get(r.entry);
+        if (list) list.push(r);
+        else askers.set(r.entry, [r]);
+      }
+      const names = [...new Set(group.map((r) => r.name))];
+      for (const c of candidates) {
+        const env = this.readAll(`${this.root}/${c.pid}/environ`);
+        if (!env) continue; // gone, or not ours to read
+        for (const name of names) {
+          for (const entry of entriesNamed(env, name)) {
+            for (const r of askers.get(entry) ?? []) {
+              if (c.startTime === null || Number(c.startTime) >= bornFloor(r)) found.get(r)?.push(c.pid);
+            }
+          }
+        }
+      }
     }
     for (const r of requests) r.resolve(found.get(r) ?? []);
   }
@@ -128,19 +148,18 @@ export class ProcfsTable implements ProcessTable {
   }
 }
 
-function hasEntry(env: Buffer, needle: Buffer): boolean {
-  let from = 0;
-  for (;;) {
-    const at = env.indexOf(needle, from);
-    if (at < 0) {
-      // The last entry may lack its terminating NUL.
-      const bare = needle.subarray(0, needle.length - 1);
-      const tail = env.length - bare.length;
-      return tail >= 0 && (tail === 0 || env[tail - 1] === 0) && env.subarray(tail).equals(bare);
-    }
-    if (at === 0 || env[at - 1] === 0) return true;
-    from = at + 1;
+const bornFloor = (r: EnvRequest) => (r.search.bornSince ? Number(r.search.bornSince.startTime) : -1);
+
+/** Every `NAME=value` entry of an environment block whose name is `name`. */
+function entriesNamed(env: Buffer, name: string): string[] {
+  const prefix = `${name}=`;
+  const out: string[] = [];
+  for (let at = env.indexOf(prefix); at >= 0; at = env.indexOf(prefix, at + 1)) {
+    if (at > 0 && env[at - 1] !== 0) continue; // the text inside another entry's value
+    const end = env.indexOf(0, at);
+    out.push(env.toString('utf8', at, end < 0 ? env.length : end));
   }
+  return out;
 }
 
 /** Parses /proc/PID/stat. The command sits in parentheses and may itself contain spaces and ')'. */
