@@ -43,7 +43,7 @@ export default {
   title: 'tree termination to extinction (every member gone or zombie)',
   unit: 'ms',
   async run({ quick, reps, tracker }) {
-    const sizes = quick ? [10, 50] : [10, 100, 500];
+    const sizes = quick ? [10, 30] : [10, 100, 500];
     const sup = new Supervisor();
     const noCgroup = await containmentUnavailable(sup, 'cgroup');
     const contenders = [
@@ -91,7 +91,7 @@ export default {
         r: c.rows.find((r) => r.contender === `procwarden kill() (${mode})`),
       }));
       if (rows.some(({ r }) => r.na)) {
-        goals.push({ text: `procwarden ${mode} ≤ 1.5× raw`, value: `n/a (${rows[0].r.na})`, met: null });
+        goals.push({ text: `procwarden ${mode} ≤ 1.5× raw`, value: 'not measured (see note)', met: null });
         continue;
       }
       goals.push({

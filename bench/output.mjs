@@ -9,7 +9,7 @@ export default {
   title: 'output throughput and memory (each repetition in a fresh process)',
   unit: '',
   async run({ quick, reps }) {
-    const size = (quick ? 64 : 512) * MiB;
+    const size = (quick ? 32 : 512) * MiB;
     const contenders = [
       { name: RAW, worker: 'raw' },
       { name: 'procwarden onData, default capture', worker: 'procwarden' },

@@ -9,7 +9,7 @@ export default {
   title: 'scale: concurrent runs of a 3-process tree, all ended at once (each repetition in a fresh process)',
   unit: '',
   async run({ quick, reps }) {
-    const runs = quick ? 100 : 1000;
+    const runs = quick ? 30 : 1000;
     const contenders = [
       { name: RAW, worker: 'raw' },
       { name: 'procwarden Supervisor.cancelAll()', worker: 'procwarden' },

@@ -43,7 +43,7 @@ export default {
   title: 'spawn + wait of /bin/true',
   unit: 'ms',
   async run({ quick, reps }) {
-    const count = quick ? 40 : 500;
+    const count = quick ? 25 : 500;
     const sup = new Supervisor();
     const probe = await sup.spawn({ argv: [TRUE] }).result;
     const contenders = [

@@ -13,7 +13,7 @@ function cells(figure) {
     for (const r of c.rows) {
       body.push(
         r.na
-          ? [c.name, r.contender, `n/a (${r.na})`, '', '', '', '']
+          ? [c.name, r.contender, `n/a (${r.na.split(':')[0]})`, '', '', '', '']
           : [
               c.name,
               r.contender,
@@ -29,6 +29,13 @@ function cells(figure) {
   return { head, body };
 }
 
+/** Each n/a contender once, with its full reason (the table cell shows only the code). */
+const naNotes = (figure) => {
+  const seen = new Map();
+  for (const c of figure.cases) for (const r of c.rows) if (r.na) seen.set(r.contender, r.na);
+  return [...seen].map(([contender, reason]) => `${contender}: n/a — ${reason}`);
+};
+
 const goalLine = (g) => `${g.met === null ? 'n/a' : g.met ? 'MET' : 'NOT MET'}: ${g.text} — ${g.value}`;
 
 export function renderText(figure) {
@@ -37,7 +44,7 @@ export function renderText(figure) {
   const line = (row) =>
     row.map((cell, i) => (i >= 2 ? cell.padStart(width[i]) : cell.padEnd(width[i]))).join('  ');
   const out = [`(${figure.id}) ${figure.title}`, line(head), ...body.map(line)];
-  for (const note of figure.notes ?? []) out.push(`  note: ${note}`);
+  for (const note of [...(figure.notes ?? []), ...naNotes(figure)]) out.push(`  note: ${note}`);
   for (const g of figure.goals ?? []) out.push(`  ${goalLine(g)}`);
   return out.join('\n');
 }
@@ -52,8 +59,9 @@ export function renderMarkdown(figure) {
     row(head.map(() => '---')),
     ...body.map(row),
   ];
-  if (figure.notes?.length || figure.goals?.length) out.push('');
-  for (const note of figure.notes ?? []) out.push(`- ${note}`);
+  const notes = [...(figure.notes ?? []), ...naNotes(figure)];
+  if (notes.length || figure.goals?.length) out.push('');
+  for (const note of notes) out.push(`- ${note}`);
   for (const g of figure.goals ?? []) out.push(`- **${goalLine(g)}**`);
   return out.join('\n');
 }

@@ -64,9 +64,13 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   };
 
   let members = await target.members();
+  // The grace is what the tree gets after the graceful signal: it counts from the delivery, not
+  // from the scan before it (slow on a loaded machine).
+  let graceFrom = t0;
   if (members.length > 0) {
     await graceful(members);
-    if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, t0);
+    graceFrom = clock.now();
+    if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, graceFrom);
     if (members.length > 0) {
       killedAt = clock.now();
       members = await killUntilGone(target, plan, members, (m) => send('SIGKILL', m));
@@ -86,7 +90,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     escaped: members.length,
     escalated: killedAt !== null,
     durationMs: Math.round(clock.now() - t0),
-    graceUsedMs: killedAt === null ? null : Math.round(killedAt - t0),
+    graceUsedMs: killedAt === null ? null : Math.round(killedAt - graceFrom),
     notes: [...(target.notes ?? [])],
   };
 }
@@ -111,15 +115,18 @@ async function waitForGrace(
     // Reports only grow, at the end: the members before `from` were seen gone and stay gone.
     const known = [...reports.values()].map((r) => r.info);
     from = await firstAlive(plan.table, known, from);
+    let alive: ProcessInfo[] | null = null;
     if (from === known.length) {
-      const fresh = await target.members();
-      if (fresh.length === 0) return [];
+      alive = await target.members();
+      if (alive.length === 0) return [];
       // Forked after the first signal: they are members too and get the same graceful signal.
-      const unseen = fresh.filter((m) => !reports.has(key(m)));
+      const unseen = alive.filter((m) => !reports.has(key(m)));
       if (unseen.length > 0) await graceful(unseen);
     }
     const now = plan.clock.now();
-    if (now >= deadline || plan.escalateNow?.()) return target.members();
+    // SIGKILL goes out on time to the known members still alive (per-pid reads); a full scan
+    // here would delay it by a whole /proc sweep. killUntilGone's scans find any others.
+    if (now >= deadline || plan.escalateNow?.()) return alive ?? aliveAmong(plan.table, known, from);
     await sleep(plan.clock, Math.min(pace(now - t0), deadline - now));
   }
 }
@@ -150,6 +157,19 @@ async function killUntilGone(
     if (plan.clock.now() >= giveUpAt) break;
   }
   return members;
+}
+
+/** The members from `from` on that are still alive (same identity, not a zombie). */
+async function aliveAmong(table: ProcessTable, members: ProcessInfo[], from: number): Promise<ProcessInfo[]> {
+  const out: ProcessInfo[] = [];
+  for (
+    let i = await firstAlive(table, members, from);
+    i < members.length;
+    i = await firstAlive(table, members, i + 1)
+  ) {
+    out.push(members[i] as ProcessInfo);
+  }
+  return out;
 }
 
 /** Index of the first member still alive at or after `from`; `members.length` when none is. */
