@@ -20,7 +20,11 @@ async function allBuilt(roots) {
   for (let tries = 0; ; tries++) {
     const all = snapshot();
     const byParent = new Map();
-    for (const p of all) byParent.set(p.ppid, [...(byParent.get(p.ppid) ?? []), p]);
+    for (const p of all) {
+      const list = byParent.get(p.ppid);
+      if (list) list.push(p);
+      else byParent.set(p.ppid, [p]);
+    }
     const found = [];
     let complete = true;
     for (const p of all) {
@@ -38,6 +42,7 @@ async function allBuilt(roots) {
 
 globalThis.gc?.();
 const rssBefore = process.memoryUsage().rss;
+const startedAt = performance.now();
 let end;
 let roots;
 if (contender === 'procwarden') {
@@ -60,7 +65,9 @@ if (contender === 'procwarden') {
     for (const pid of roots) process.kill(-pid, 'SIGTERM');
   };
 }
+const spawnedAt = performance.now();
 members = await allBuilt(roots);
+const builtAt = performance.now();
 const t0 = performance.now();
 await end();
 await waitExtinct(members, 600_000);
@@ -68,5 +75,12 @@ const ms = performance.now() - t0;
 const survivors = killSurvivors(members);
 const peak = process.resourceUsage().maxRSS * 1024;
 process.stdout.write(
-  JSON.stringify({ ms, processes: members.length, survivors, rssGrowth: peak - rssBefore }),
+  JSON.stringify({
+    ms,
+    spawnMs: spawnedAt - startedAt,
+    buildMs: builtAt - spawnedAt,
+    processes: members.length,
+    survivors,
+    rssGrowth: peak - rssBefore,
+  }),
 );
