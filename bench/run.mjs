@@ -1,7 +1,7 @@
 // npm run bench [-- --quick] [-- --only=1,2]: every figure side by side, contenders alternated.
 import { execSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, release } from 'node:os';
+import { cpus, loadavg, release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Tracker } from './lib/cleanup.mjs';
@@ -28,10 +28,12 @@ const machine = {
   node: process.version,
   kernel: release(),
   subreaper: reaped(),
+  // The machine is shared: the load says how far to trust the numbers.
+  loadavgAtStart: loadavg().map((x) => Number(x.toFixed(1))),
   date: new Date().toISOString(),
 };
 console.log(
-  `procwarden bench${quick ? ' --quick' : ''}: ${machine.nproc} cores (${machine.cpu}), node ${machine.node}, Linux ${machine.kernel}; median of ${reps}, contenders alternated\n`,
+  `procwarden bench${quick ? ' --quick' : ''}: ${machine.nproc} cores (${machine.cpu}), node ${machine.node}, Linux ${machine.kernel}, load ${machine.loadavgAtStart.join(' ')}; median of ${reps}, contenders alternated\n`,
 );
 
 const started = performance.now();
@@ -51,6 +53,7 @@ for (const file of FIGURES) {
   console.log(`${renderText(done)}\n  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
 }
 const seconds = (performance.now() - started) / 1000;
+machine.loadavgAtEnd = loadavg().map((x) => Number(x.toFixed(1)));
 console.log(`total ${seconds.toFixed(1)} s; leaked processes: ${leaked}`);
 
 if (!quick && !only) {
@@ -61,7 +64,7 @@ if (!quick && !only) {
     `${JSON.stringify({ machine, reps, seconds, figures }, null, 2)}\n`,
   );
   const md = [
-    `Measured ${machine.date.slice(0, 10)} on ${machine.nproc} cores (${machine.cpu}), Node ${machine.node}, Linux ${machine.kernel}; median of ${reps} repetitions (min, max shown), contenders alternated; ratios against the raw baseline of each case.`,
+    `Measured ${machine.date.slice(0, 10)} on ${machine.nproc} cores (${machine.cpu}), Node ${machine.node}, Linux ${machine.kernel}; load average ${machine.loadavgAtStart[0]} at start, ${machine.loadavgAtEnd[0]} at end (a shared machine); median of ${reps} repetitions (min, max shown), contenders alternated; ratios against the raw baseline of each case; run time ${Math.round(seconds)} s.`,
     ...figures.map(renderMarkdown),
   ].join('\n\n');
   writeFileSync(join(dir, 'latest.md'), `${md}\n`);
