@@ -77,9 +77,13 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   };
 
   let members = await target.members();
+  // The grace is what the tree gets after the graceful signal: it counts from the delivery, not
+  // from the scan before it (slow on a loaded machine).
+  let graceFrom = t0;
   if (members.length > 0) {
     await graceful(members);
-    if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, t0);
+    graceFrom = clock.now();
+    if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, graceFrom);
     if (members.length > 0) {
       killedAt = clock.now();
       members = await killUntilGone(target, plan, members, (m) => send('SIGKILL', m));
@@ -99,12 +103,18 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     escaped: members.length,
     escalated: killedAt !== null,
     durationMs: Math.round(clock.now() - t0),
-    graceUsedMs: killedAt === null ? null : Math.round(killedAt - t0),
+    graceUsedMs: killedAt === null ? null : Math.round(killedAt - graceFrom),
     notes: [...(target.notes ?? [])],
   };
 }
 
-/** Polls the signalled members (cheap per-pid reads) with backoff; a full scan confirms extinction. */
+/**
+ * Poll pacing: a fraction of the time waited so far. A tree that takes t ms to die is seen gone
+ * at about 1.15 t (doubling delays could report it at up to 2 t), and a long grace still costs few reads.
+ */
+const pace = (elapsedMs: number) => Math.min(MAX_POLL_MS, Math.max(1, elapsedMs / 8));
+
+/** Polls the signalled members (cheap per-pid reads) until the grace ends; a full scan confirms extinction. */
 async function waitForGrace(
   target: KillTarget,
   plan: TerminatePlan,
@@ -113,23 +123,24 @@ async function waitForGrace(
   t0: number,
 ): Promise<ProcessInfo[]> {
   const deadline = t0 + plan.graceMs;
-  let delay = 1;
+  let from = 0;
   for (;;) {
-    const alive = await stillAlive(
-      plan.table,
-      [...reports.values()].map((r) => r.info),
-    );
-    if (alive.length === 0) {
-      const fresh = await target.members();
-      if (fresh.length === 0) return [];
+    // Reports only grow, at the end: the members before `from` were seen gone and stay gone.
+    const known = [...reports.values()].map((r) => r.info);
+    from = await firstAlive(plan.table, known, from);
+    let alive: ProcessInfo[] | null = null;
+    if (from === known.length) {
+      alive = await target.members();
+      if (alive.length === 0) return [];
       // Forked after the first signal: they are members too and get the same graceful signal.
-      const unseen = fresh.filter((m) => !reports.has(key(m)));
+      const unseen = alive.filter((m) => !reports.has(key(m)));
       if (unseen.length > 0) await graceful(unseen);
     }
     const now = plan.clock.now();
-    if (now >= deadline || plan.escalateNow?.()) return target.members();
-    await sleep(plan.clock, Math.min(delay, deadline - now));
-    delay = Math.min(delay * 2, MAX_POLL_MS);
+    // SIGKILL goes out on time to the known members still alive (per-pid reads); a full scan
+    // here would delay it by a whole /proc sweep. killUntilGone's scans find any others.
+    if (now >= deadline || plan.escalateNow?.()) return alive ?? aliveAmong(plan.table, known, from);
+    await sleep(plan.clock, Math.min(pace(now - t0), deadline - now));
   }
 }
 
@@ -140,24 +151,46 @@ async function killUntilGone(
   first: ProcessInfo[],
   kill: (m: ProcessInfo[]) => Promise<void>,
 ): Promise<ProcessInfo[]> {
-  const giveUpAt = plan.clock.now() + (plan.killTimeoutMs ?? 3000);
+  const start = plan.clock.now();
+  const giveUpAt = start + (plan.killTimeoutMs ?? 3000);
   let members = first;
-  let delay = 1;
   while (members.length > 0) {
     await kill(members);
-    await sleep(plan.clock, delay);
-    delay = Math.min(delay * 2, MAX_POLL_MS);
+    // Wait on the killed members by pid; a full scan (which also finds late forks) at least
+    // every MAX_POLL_MS, and once they are all gone.
+    const scanAt = plan.clock.now() + MAX_POLL_MS;
+    let from = 0;
+    for (;;) {
+      from = await firstAlive(plan.table, members, from);
+      const now = plan.clock.now();
+      if (from === members.length || now >= scanAt || now >= giveUpAt) break;
+      await sleep(plan.clock, pace(now - start));
+    }
     members = await target.members();
     if (plan.clock.now() >= giveUpAt) break;
   }
   return members;
 }
 
-async function stillAlive(table: ProcessTable, members: ProcessInfo[]): Promise<ProcessInfo[]> {
+/** The members from `from` on that are still alive (same identity, not a zombie). */
+async function aliveAmong(table: ProcessTable, members: ProcessInfo[], from: number): Promise<ProcessInfo[]> {
   const out: ProcessInfo[] = [];
-  for (const m of members) {
-    const fresh = await table.get(m.pid);
-    if (!isGone(fresh) && fresh?.startTime === m.startTime) out.push(m);
+  for (
+    let i = await firstAlive(table, members, from);
+    i < members.length;
+    i = await firstAlive(table, members, i + 1)
+  ) {
+    out.push(members[i] as ProcessInfo);
   }
   return out;
+}
+
+/** Index of the first member still alive at or after `from`; `members.length` when none is. */
+async function firstAlive(table: ProcessTable, members: ProcessInfo[], from: number): Promise<number> {
+  for (let i = from; i < members.length; i++) {
+    const m = members[i] as ProcessInfo;
+    const fresh = await table.get(m.pid);
+    if (!isGone(fresh) && fresh?.startTime === m.startTime) return i;
+  }
+  return members.length;
 }
