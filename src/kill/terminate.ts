@@ -189,7 +189,9 @@ async function aliveAmong(table: ProcessTable, members: ProcessInfo[], from: num
 async function firstAlive(table: ProcessTable, members: ProcessInfo[], from: number): Promise<number> {
   for (let i = from; i < members.length; i++) {
     const m = members[i] as ProcessInfo;
-    const fresh = await table.get(m.pid);
+    // A table that cannot answer proves nothing gone: the member counts as alive, and the
+    // target's own scans (which report why) decide.
+    const fresh = await table.get(m.pid).catch(() => m);
     if (!isGone(fresh) && fresh?.startTime === m.startTime) return i;
   }
   return members.length;
