@@ -61,7 +61,8 @@ describe('registry', () => {
     const { sup } = supervisor();
     const h = sup.spawn({ argv: ['sleep', '300'], timeoutMs: 100 });
     leaks.track(h.pid);
-    await waitFor(() => h.state === 'stopping', { what: 'timeout' });
+    // 'stopping' can last less than a poll (sleep dies at once on SIGTERM): either state will do.
+    await waitFor(() => h.state === 'stopping' || h.state === 'exited', { what: 'timeout' });
     h.cancel('late');
     h.kill();
     const r = await h.result;
