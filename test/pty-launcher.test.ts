@@ -1,7 +1,10 @@
+import { closeSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import type { LaunchPlan } from '../src/containment/index.js';
 import { createPtyLauncher } from '../src/spawn/index.js';
-import type { PtyForkOptions, PtyModule, PtyProcess } from '../src/spawn/pty-module.js';
+import type { PtyForkOptions, PtyModule, PtyProcess, UnixPtyBinding } from '../src/spawn/pty-module.js';
+import { ptyPlatform } from '../src/spawn/pty-platform.js';
 import type { LaunchEvents, LaunchOptions } from '../src/spawn/types.js';
 import { fixture } from './helpers/procs.js';
 
@@ -134,44 +137,50 @@ describe('Windows ConPTY path (fake node-pty)', () => {
   });
 });
 
-describe('Unix conventions (fake node-pty)', () => {
-  const launch = (fake: Fake) => createPtyLauncher({ platform: 'linux', requireModule: () => fake.module });
+describe('Unix conventions (node-pty binding with a fake fork)', () => {
+  // A real terminal pair from the native binding, but no process: the test plays the waitpid thread.
+  const realBinding = (): UnixPtyBinding & { open(cols: number, rows: number): OpenedPty } =>
+    (
+      createRequire(import.meta.url)('@lydell/node-pty/requireBinary.js') as {
+        requireBinary(f: string): UnixPtyBinding & { open(cols: number, rows: number): OpenedPty };
+      }
+    ).requireBinary('pty.node');
+  interface OpenedPty {
+    master: number;
+    slave: number;
+    pty: string;
+  }
+  function fakeFork() {
+    const binding = realBinding();
+    const forks: { file: string; onExit: (code: number, signal: number) => void; opened: OpenedPty }[] = [];
+    const fake: UnixPtyBinding = {
+      fork(file, _args, _env, _cwd, cols, rows, _uid, _gid, _utf8, _helper, onExit) {
+        const opened = binding.open(cols, rows);
+        forks.push({ file, onExit, opened });
+        return { fd: opened.master, pid: 4242, pty: opened.pty };
+      },
+      resize: () => {},
+    };
+    const requireModule = (id: string) =>
+      id.endsWith('requireBinary.js') ? { requireBinary: () => fake } : fakePty().module;
+    return { forks, launcher: createPtyLauncher({ platform: 'linux', requireModule }) };
+  }
 
-  it('a signal death is reported as the signal, not as node-pty’s exit code 0', () => {
-    const fake = fakePty();
+  it('a signal death is reported as the signal, not as the exit code 0 beside it', async () => {
+    const { forks, launcher } = fakeFork();
     const { log, events } = recorder();
-    launch(fake)(plan('/bin/sh'), options(), events);
-    fake.exit({ exitCode: 0, signal: 15 });
-    expect(log).toEqual(['spawned', 'exited:null:SIGTERM']);
+    const launched = launcher(plan('/bin/sh'), options(), events);
+    forks[0]?.onExit(0, 15);
+    forks[0]?.onExit(3, 0);
+    expect(log).toEqual(['spawned', 'exited:null:SIGTERM', 'exited:3:null']);
+    launched.releaseOutput();
+    closeSync(forks[0]?.opened.slave ?? -1);
+    await launched.outputDone;
   });
 
-  it('end() is one Ctrl-D at the start of a line, two after a partial line', () => {
-    const fake = fakePty();
+  it('a file that cannot be executed is refused before anything is forked', () => {
+    const { forks, launcher } = fakeFork();
     const { events } = recorder();
-    const launcher = launch(fake);
-    const full = launcher(plan('/bin/sh'), options(), events);
-    full.stdin?.write('line\n');
-    full.stdin?.end();
-    const partial = launcher(plan('/bin/sh'), options(), events);
-    partial.stdin?.write(new Uint8Array([0x61, 0x62]));
-    partial.stdin?.end();
-    expect(fake.writes).toEqual(['line\n', '\x04', 'ab', '\x04\x04']);
-  });
-
-  it('stdin data is typed then ended; ignore gives no stdin handle', () => {
-    const fake = fakePty();
-    const { events } = recorder();
-    const launcher = launch(fake);
-    const fed = launcher(plan('/bin/sh'), options({ kind: 'data', data: Buffer.from('x\n') }), events);
-    expect(fed.stdin).toBeUndefined();
-    expect(fake.writes).toEqual(['x\n', '\x04']);
-    expect(launcher(plan('/bin/sh'), options({ kind: 'ignore' }), events).stdin).toBeUndefined();
-  });
-
-  it('a file that cannot be executed is refused before node-pty is asked', () => {
-    const fake = fakePty();
-    const { events } = recorder();
-    const launcher = launch(fake);
     expect(() => launcher(plan('/no/such/program'), options(), events)).toThrow(
       expect.objectContaining({ code: 'ENOENT' }),
     );
@@ -181,7 +190,12 @@ describe('Unix conventions (fake node-pty)', () => {
     expect(() => launcher(plan(fixture('flood.mjs')), options(), events)).toThrow(
       expect.objectContaining({ code: 'EACCES' }),
     );
-    expect(fake.spawned).toEqual([]);
+    expect(forks).toEqual([]);
+  });
+
+  it('end-of-input is one Ctrl-D at the start of a line, two after a partial line', () => {
+    const unix = ptyPlatform('linux');
+    expect([unix.endOfInput(false), unix.endOfInput(true)]).toEqual(['\x04', '\x04\x04']);
   });
 });
 

@@ -6,20 +6,15 @@ export interface PtyDisposable {
   dispose(): void;
 }
 
-/** The part of node-pty procwarden uses; a fake of this shape stands in for it in tests. */
+/** The part of node-pty's public API procwarden uses (Windows ConPTY); a fake of it stands in for tests. */
 export interface PtyProcess {
   readonly pid: number;
   readonly onData: (listener: (data: Buffer | string) => void) => PtyDisposable;
   readonly onExit: (listener: (e: { exitCode: number; signal?: number }) => void) => PtyDisposable;
   write(data: string | Buffer): void;
   resize(cols: number, rows: number): void;
-  /** The master's file descriptor (Unix; not in node-pty's typings). */
-  readonly fd?: number;
-  /**
-   * node-pty's socket-level events (not in its typings): taking 'error' is how it expects errors to
-   * be handled; 'end' is where a Unix terminal's unread tail is recovered.
-   */
-  on?(event: 'error' | 'end', listener: (error?: Error) => void): void;
+  /** node-pty's socket-level events (not in its typings): taking 'error' is how it expects errors to be handled. */
+  on?(event: 'error', listener: (error?: Error) => void): void;
 }
 
 export interface PtyForkOptions {
@@ -37,6 +32,27 @@ export interface PtyModule {
 }
 
 /**
+ * node-pty's native Unix binding, which procwarden drives itself (see pty-unix.ts for why): forkpty
+ * + exec, and a thread that waitpid()s the child and calls `onExit` with its status.
+ */
+export interface UnixPtyBinding {
+  fork(
+    file: string,
+    args: string[],
+    env: string[],
+    cwd: string,
+    cols: number,
+    rows: number,
+    uid: number,
+    gid: number,
+    utf8: boolean,
+    helperPath: string,
+    onExit: (code: number, signal: number) => void,
+  ): { fd: number; pid: number; pty: string };
+  resize(fd: number, cols: number, rows: number): void;
+}
+
+/**
  * Loads node-pty synchronously on first use. It is an optional dependency: the core installs and
  * works without it, and only mode 'pty' needs it.
  */
@@ -51,6 +67,28 @@ export function loadPtyModule(requireModule: (id: string) => unknown): PtyModule
     throw ptyUnavailable(new Error(`${PTY_PACKAGE} loaded but has no spawn() function`));
   }
   return loaded as PtyModule;
+}
+
+/**
+ * Loads node-pty's native binding the way node-pty itself does (its requireBinary picks the
+ * platform package and explains a missing one), after the package proper, so that a missing
+ * install reads the same on every platform.
+ */
+export function loadUnixPtyBinding(requireModule: (id: string) => unknown): UnixPtyBinding {
+  loadPtyModule(requireModule);
+  let binding: Partial<UnixPtyBinding> | null;
+  try {
+    const { requireBinary } = requireModule(`${PTY_PACKAGE}/requireBinary.js`) as {
+      requireBinary(file: string): unknown;
+    };
+    binding = requireBinary('pty.node') as Partial<UnixPtyBinding> | null;
+  } catch (error) {
+    throw ptyUnavailable(error);
+  }
+  if (typeof binding?.fork !== 'function' || typeof binding.resize !== 'function') {
+    throw ptyUnavailable(new Error(`${PTY_PACKAGE}'s binary has no fork()/resize()`));
+  }
+  return binding as UnixPtyBinding;
 }
 
 function ptyUnavailable(cause: unknown): ProcwardenError {

@@ -1,7 +1,10 @@
-import { accessSync, constants, readSync, statSync } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import type { LaunchPlan } from '../containment/index.js';
-import { signalName } from '../spec/index.js';
+import { loadPtyModule, loadUnixPtyBinding } from './pty-module.js';
+import type { PtyDriver } from './pty-terminal.js';
+import { openUnixTerminal } from './pty-unix.js';
+import { openConpty } from './pty-windows.js';
 
 /**
  * Everything about a PTY that differs between Unix (a pseudo-terminal pair, forkpty + setsid) and
@@ -16,42 +19,32 @@ export interface PtyPlatform {
   cannotExecute(plan: LaunchPlan): NodeJS.ErrnoException | null;
   /** The keystrokes that mean end-of-input; `lineOpen`: the last input did not end a line. */
   endOfInput(lineOpen: boolean): string;
-  /**
-   * Output still in the terminal when node's stream reported end-of-file on its master `fd`.
-   * (libuv treats POLLHUP after a short read as EOF, while a PTY master whose slave just closed can
-   * still hold the tail of the output: up to tens of kilobytes of a fast writer, lost otherwise.)
-   */
-  unreadTail(fd: number | undefined): Buffer[];
-  /** node-pty's exit event, as a run reports it. */
-  exitStatus(e: { exitCode: number; signal?: number }): {
-    code: number | null;
-    signal: NodeJS.Signals | null;
-  };
+  /** Loads what opens terminals here (throws PTY_UNAVAILABLE). */
+  driver(requireModule: (id: string) => unknown): PtyDriver;
 }
 
-/**
- * Unix: Ctrl-D ends input at the start of a line; after a partial line the first one only delivers
- * that line, so a second one is needed. node-pty reports a signal death as exitCode 0 + signal number.
- */
+/** Unix: Ctrl-D ends input at the start of a line; after a partial line the first one only delivers that line. */
 const unix: PtyPlatform = {
   cannotExecute: (plan) => unixExecCheck(plan),
   endOfInput: (lineOpen) => (lineOpen ? '\x04\x04' : '\x04'),
-  unreadTail: (fd) => (fd === undefined ? [] : readUntilClosed(fd)),
-  exitStatus: ({ exitCode, signal }) =>
-    signal ? { code: null, signal: signalName(signal) ?? null } : { code: exitCode, signal: null },
+  driver(requireModule) {
+    const binding = loadUnixPtyBinding(requireModule);
+    return { open: (plan, size, on) => openUnixTerminal(binding, plan, size, on) };
+  },
 };
 
 /**
  * Windows ConPTY: Ctrl-Z then Enter at the start of a line is end-of-input for console programs.
- * There are no signals: node-pty reports an exit code only. CreateProcess searches PATH/PATHEXT
- * itself and node-pty throws when it fails, which the run reports as a spawn error.
+ * CreateProcess searches PATH/PATHEXT itself and node-pty throws when it fails, which the run
+ * reports as a spawn error.
  */
 const windows: PtyPlatform = {
   cannotExecute: () => null,
   endOfInput: (lineOpen) => (lineOpen ? '\r\x1a\r' : '\x1a\r'),
-  // ConPTY output comes through a named pipe that ends only after everything was read.
-  unreadTail: () => [],
-  exitStatus: ({ exitCode }) => ({ code: exitCode, signal: null }),
+  driver(requireModule) {
+    const pty = loadPtyModule(requireModule);
+    return { open: (plan, size, on) => openConpty(pty, plan, size, on) };
+  },
 };
 
 export function ptyPlatform(platform: NodeJS.Platform): PtyPlatform {
@@ -85,23 +78,4 @@ function unixExecCheck(plan: LaunchPlan): NodeJS.ErrnoException | null {
     syscall: `spawn ${plan.file}`,
     path: plan.file,
   });
-}
-
-/**
- * Reads a non-blocking PTY master until the kernel has nothing more: EIO once the slave is closed
- * and drained (EAGAIN if someone reopened it). Never waits, so it is bounded by the terminal buffer.
- */
-function readUntilClosed(fd: number): Buffer[] {
-  const chunks: Buffer[] = [];
-  for (;;) {
-    const buffer = Buffer.alloc(65536);
-    let n: number;
-    try {
-      n = readSync(fd, buffer, 0, buffer.length, null);
-    } catch {
-      return chunks;
-    }
-    if (n === 0) return chunks;
-    chunks.push(buffer.subarray(0, n));
-  }
 }

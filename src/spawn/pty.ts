@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { RunStdin } from '../types.js';
-import { loadPtyModule, type PtyModule, type PtyProcess } from './pty-module.js';
 import { type PtyPlatform, ptyPlatform } from './pty-platform.js';
+import type { PtyDriver, PtyTerminal } from './pty-terminal.js';
 import type { Launched, Launcher } from './types.js';
 
 export interface PtyLauncherOptions {
@@ -12,60 +12,37 @@ export interface PtyLauncherOptions {
 }
 
 /**
- * Launches the plan's file on a pseudo-terminal through node-pty. On Unix the command leads a new
- * session with the terminal as its controlling tty (node-pty's forkpty does setsid), so the same
- * containment and termination sequence as child mode apply; stdout and stderr are one stream, 'pty'.
+ * Launches the plan's file on a pseudo-terminal. On Unix the command leads a new session with the
+ * terminal as its controlling tty (forkpty does setsid), so the same containment and termination
+ * sequence as child mode apply; stdout and stderr are one stream, 'pty'.
  */
 export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
   const platform = ptyPlatform(options.platform ?? process.platform);
   const requireModule = options.requireModule ?? createRequire(import.meta.url);
-  let loaded: PtyModule | undefined;
+  let loaded: PtyDriver | undefined;
   const load = () => {
-    loaded ??= loadPtyModule(requireModule);
+    loaded ??= platform.driver(requireModule);
     return loaded;
   };
 
   const launcher: Launcher = (plan, launch, events) => {
-    const pty = load();
+    const driver = load();
     const refusal = platform.cannotExecute(plan);
     if (refusal) throw refusal;
-    const term = pty.spawn(plan.file, plan.args, {
-      name: launch.pty.term,
-      cols: launch.pty.cols,
-      rows: launch.pty.rows,
-      cwd: plan.cwd,
-      env: plan.env,
-      encoding: null,
-    });
-
     let released = false;
-    let closed = false;
-    let ended!: () => void;
-    const outputDone = new Promise<void>((resolve) => {
-      ended = resolve;
-    });
-    // node-pty rethrows terminal errors other than EIO when nobody else listens; the exit event
-    // still follows, and a terminal error must never take the host down.
-    term.on?.('error', () => {});
-    const emit = (data: Buffer | string) => {
-      if (!released) events.output('pty', typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
-    };
-    term.onData(emit);
-    // Runs before node-pty closes the master: what libuv left unread is still there to read.
-    term.on?.('end', () => {
-      for (const chunk of platform.unreadTail(term.fd)) emit(chunk);
-    });
-    // node-pty reports the exit only once the terminal has been read to its end (EIO when the last
-    // holder of the slave closed it), or 200 ms after the exit if others still hold it open.
-    term.onExit((e) => {
-      closed = true;
-      ended();
-      const { code, signal } = platform.exitStatus(e);
-      events.exited(code, signal);
+    let exited = false;
+    const term = driver.open(plan, launch.pty, {
+      data(chunk) {
+        if (!released) events.output('pty', chunk);
+      },
+      exit(code, signal) {
+        exited = true;
+        events.exited(code, signal);
+      },
     });
     events.spawned();
 
-    const input = new PtyInput(term, platform, () => closed);
+    const input = new PtyInput(term, platform, () => exited);
     if (launch.stdin.kind === 'data') {
       input.write(launch.stdin.data);
       input.end();
@@ -73,17 +50,13 @@ export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
     const handle: Launched = {
       pid: term.pid,
       stdin: launch.stdin.kind === 'pipe' ? input : undefined,
-      outputDone,
+      outputDone: term.outputDone,
       releaseOutput() {
         released = true;
+        term.release();
       },
       resize(cols, rows) {
-        if (closed) return;
-        try {
-          term.resize(cols, rows);
-        } catch {
-          // The terminal closed under us (EBADF): a size no one will read is not an error.
-        }
+        term.resize(cols, rows);
       },
     };
     return handle;
@@ -100,13 +73,13 @@ class PtyInput implements RunStdin {
   private lineOpen = false;
 
   constructor(
-    private readonly term: PtyProcess,
+    private readonly term: PtyTerminal,
     private readonly platform: PtyPlatform,
-    private readonly closed: () => boolean,
+    private readonly exited: () => boolean,
   ) {}
 
   write(data: string | Uint8Array): boolean {
-    if (this.ended || this.closed()) return false;
+    if (this.ended || this.exited()) return false;
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data);
     if (bytes.length === 0) return true;
     const last = bytes[bytes.length - 1];
@@ -118,6 +91,6 @@ class PtyInput implements RunStdin {
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    if (!this.closed()) this.term.write(this.platform.endOfInput(this.lineOpen));
+    if (!this.exited()) this.term.write(this.platform.endOfInput(this.lineOpen));
   }
 }

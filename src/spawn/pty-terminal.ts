@@ -1,0 +1,26 @@
+import type { LaunchPlan } from '../containment/index.js';
+import type { PtyOptions } from '../types.js';
+
+/** What the terminal reports to its launcher. */
+export interface PtyCallbacks {
+  data(chunk: Buffer): void;
+  /** The command's exit status has been collected (its output may still be draining). */
+  exit(code: number | null, signal: NodeJS.Signals | null): void;
+}
+
+/** A command on a pseudo-terminal, whichever platform made it. */
+export interface PtyTerminal {
+  readonly pid: number;
+  /** Keystrokes into the terminal. */
+  write(data: Buffer | string): void;
+  resize(cols: number, rows: number): void;
+  /** Resolves once the terminal is closed by every holder and its output read to the end. */
+  readonly outputDone: Promise<void>;
+  /** Stops reading and closes procwarden's side of the terminal (after the drain window). */
+  release(): void;
+}
+
+/** Opens terminals on one platform; loaded lazily, since node-pty is optional. */
+export interface PtyDriver {
+  open(plan: LaunchPlan, size: Required<PtyOptions>, on: PtyCallbacks): PtyTerminal;
+}

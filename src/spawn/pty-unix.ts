@@ -1,0 +1,131 @@
+import { closeSync, constants, openSync, readSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { ReadStream } from 'node:tty';
+import type { LaunchPlan } from '../containment/index.js';
+import { signalName } from '../spec/index.js';
+import type { PtyOptions } from '../types.js';
+import { PTY_PACKAGE, type UnixPtyBinding } from './pty-module.js';
+import type { PtyCallbacks, PtyTerminal } from './pty-terminal.js';
+
+/**
+ * A Unix pseudo-terminal driven by procwarden itself, over node-pty's native fork only.
+ *
+ * Why not node-pty's UnixTerminal: it reads the master through a tty.ReadStream that closes the
+ * master on end-of-file (EIO once every slave descriptor is closed), and it closes the master
+ * anyway 200 ms after its waitpid thread reports the exit. Both are wrong for a supervisor:
+ * - A program such as `cat` closes its terminal descriptors a moment before it exits. The master
+ *   then reads EOF, node closes it, and closing a master hangs the terminal up: the kernel sends
+ *   SIGHUP to the session, whose leader (the command) is still alive, so it dies of SIGHUP instead
+ *   of exiting 0 (about 1 run in 7 here).
+ * - Output that leftovers write after the 200 ms is lost, whatever drainMs says.
+ *
+ * Here procwarden opens the slave side itself (O_NOCTTY: it never becomes our controlling
+ * terminal) before it returns to the event loop, so before the master can be read at all, and
+ * keeps that descriptor until the waitpid thread has collected the command's exit status. While it
+ * is open the master cannot read EOF, so nothing closes the master, so the terminal cannot be hung
+ * up before the status is fixed: the race is gone by construction, not made unlikely. Then the
+ * descriptor is closed and the master is read until every other holder closed the slave (the
+ * output is complete) or the run releases it after drainMs; only then is the master closed.
+ */
+export function openUnixTerminal(
+  binding: UnixPtyBinding,
+  plan: LaunchPlan,
+  size: Required<PtyOptions>,
+  on: PtyCallbacks,
+): PtyTerminal {
+  const cwd = plan.cwd ?? process.cwd();
+  // As node-pty sets them: the terminal type, and PWD for shells that trust it.
+  const env = Object.entries({ ...plan.env, PWD: cwd, TERM: size.term }).map(([k, v]) => `${k}=${v}`);
+  let hold: number | undefined;
+  let opened = false;
+  const letGo = () => {
+    if (hold === undefined) return;
+    closeSync(hold);
+    hold = undefined;
+  };
+  const forked = binding.fork(
+    plan.file,
+    plan.args,
+    env,
+    cwd,
+    size.cols,
+    size.rows,
+    -1,
+    -1,
+    false,
+    helperPath(),
+    (code, signal) => {
+      // The thread's waitpid() returned: the status is final, a hang-up can no longer change it.
+      if (!opened) return;
+      on.exit(signal ? null : code, signal ? (signalName(signal) ?? null) : null);
+      letGo();
+    },
+  );
+  try {
+    hold = openSync(forked.pty, constants.O_RDWR | constants.O_NOCTTY);
+  } catch (error) {
+    // (EMFILE) Without the hold the exit status would be a guess: no run rather than a wrong one.
+    // The pid is still ours: the waitpid thread has not reaped it.
+    process.kill(forked.pid, 'SIGKILL');
+    closeSync(forked.fd);
+    throw error;
+  }
+  opened = true;
+
+  const master = new ReadStream(forked.fd);
+  const outputDone = new Promise<void>((resolve) => master.once('close', () => resolve()));
+  master.on('data', (chunk: Buffer) => on.data(chunk));
+  // libuv takes POLLHUP after a short read as EOF while the master can still hold the tail of the
+  // output (tens of kilobytes of a fast writer): read what is left before the stream closes it.
+  master.on('end', () => {
+    for (const chunk of readUntilClosed(forked.fd)) on.data(chunk);
+  });
+  // EIO is how a drained master says every slave descriptor is closed; nothing else is ours to raise.
+  master.on('error', () => {});
+
+  return {
+    pid: forked.pid,
+    outputDone,
+    write(data) {
+      if (!master.destroyed) master.write(data);
+    },
+    resize(cols, rows) {
+      if (master.destroyed) return;
+      try {
+        binding.resize(forked.fd, cols, rows);
+      } catch {
+        // The terminal closed under us: a size no one will read is not an error.
+      }
+    },
+    release() {
+      master.destroy();
+      letGo();
+    },
+  };
+}
+
+/** macOS spawns through node-pty's helper executable, found where node-pty finds it. */
+function helperPath(): string {
+  if (process.platform !== 'darwin') return 'spawn-helper-unused';
+  const fromPty = createRequire(createRequire(import.meta.url).resolve(PTY_PACKAGE));
+  return fromPty.resolve(`${PTY_PACKAGE}-darwin-${process.arch}/spawn-helper`);
+}
+
+/**
+ * Reads a non-blocking PTY master until the kernel has nothing more: EIO once the slave is closed
+ * and drained (EAGAIN if someone still holds it). Never waits, so it is bounded by the terminal buffer.
+ */
+function readUntilClosed(fd: number): Buffer[] {
+  const chunks: Buffer[] = [];
+  for (;;) {
+    const buffer = Buffer.alloc(65536);
+    let n: number;
+    try {
+      n = readSync(fd, buffer, 0, buffer.length, null);
+    } catch {
+      return chunks;
+    }
+    if (n === 0) return chunks;
+    chunks.push(buffer.subarray(0, n));
+  }
+}
