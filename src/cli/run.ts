@@ -7,6 +7,7 @@ import { parseOptions, splitAtCommand, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
 import { EXIT_FAILED, runStatus } from './exit-status.js';
 import { RUN_HELP } from './help.js';
+import { connectPty } from './pty-terminal.js';
 import { onStopSignals } from './signals.js';
 import { stopLine } from './stop-line.js';
 
@@ -91,12 +92,14 @@ export async function runCommand(args: string[]): Promise<number> {
   const writeJson = openJsonSink(values.json);
 
   let stdoutOpen = true;
+  const terminal = values.pty ? connectPty() : null;
   const spec: RunSpec = {
     argv: rest,
     mode: values.pty ? 'pty' : 'child',
     cwd: values.cwd,
     env: parseEnv(values.env),
-    stdin: 'inherit',
+    stdin: terminal ? 'pipe' : 'inherit',
+    pty: terminal?.pty,
     timeoutMs,
     noOutputTimeoutMs: idleTimeoutMs,
     graceMs,
@@ -114,6 +117,7 @@ export async function runCommand(args: string[]): Promise<number> {
     },
   };
   const handle: RunHandle = checked(() => new Supervisor().spawn(spec));
+  const detach = terminal?.attach(handle);
 
   let received: NodeJS.Signals | null = null;
   const stop = (signal: NodeJS.Signals, count: number) => {
@@ -133,6 +137,7 @@ export async function runCommand(args: string[]): Promise<number> {
   process.stderr.on('error', () => {});
 
   const result: RunResult = await handle.result;
+  detach?.();
   // The EPIPE listener stays: `--json -` into a closed stdout must not crash with a trace.
   uninstall();
 

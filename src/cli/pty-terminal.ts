@@ -1,0 +1,55 @@
+import type { PtyOptions, RunHandle } from '../types.js';
+
+/** How `procwarden run --pty` connects procwarden's own stdin and window to the command's terminal. */
+export interface PtyConnection {
+  /** The terminal the command gets: our window's size and TERM when we are on a terminal. */
+  readonly pty: PtyOptions;
+  /** Starts passing input (and window sizes) to the run; returns what undoes it, idempotent. */
+  attach(handle: RunHandle): () => void;
+}
+
+/**
+ * From a terminal, procwarden steps aside as a terminal emulator would: its stdin goes raw, so
+ * every keystroke (Ctrl-C and Ctrl-D included) reaches the command's terminal as a byte and the
+ * command decides what it means; the window size follows ours (SIGWINCH, seen as stdout 'resize').
+ * From a pipe or a file, the input is typed into the terminal and ended with EOT when it ends.
+ */
+export function connectPty(): PtyConnection {
+  const stdin = process.stdin;
+  const window = process.stdout.isTTY ? process.stdout : null;
+  const size = window ? { cols: window.columns, rows: window.rows } : {};
+  const term = stdin.isTTY && process.env.TERM ? { term: process.env.TERM } : {};
+  return {
+    pty: { ...size, ...term },
+    attach(handle) {
+      const typed = (chunk: Buffer) => handle.stdin?.write(chunk);
+      const ended = () => handle.stdin?.end();
+      const resized = () => {
+        if (window) handle.resize(window.columns, window.rows);
+      };
+      // Raw mode outlives us unless undone: 'exit' also runs after an uncaught exception and
+      // process.exit(); a stop signal ends the run, whose end calls detach().
+      const restore = () => {
+        if (stdin.isTTY) stdin.setRawMode(false);
+      };
+      if (stdin.isTTY) stdin.setRawMode(true);
+      process.on('exit', restore);
+      window?.on('resize', resized);
+      stdin.on('data', typed);
+      if (!stdin.isTTY) stdin.once('end', ended);
+      stdin.resume();
+      let attached = true;
+      return () => {
+        if (!attached) return;
+        attached = false;
+        restore();
+        process.off('exit', restore);
+        window?.off('resize', resized);
+        stdin.off('data', typed);
+        stdin.off('end', ended);
+        // A reader left on stdin would keep procwarden alive after the run.
+        stdin.destroy();
+      };
+    },
+  };
+}
