@@ -1,0 +1,111 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CLI, startCli } from './helpers/cli.js';
+import { exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+// `procwarden run --pty` end to end: from a real terminal (tmux, when installed) and from a pipe.
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+const hasTmux = spawnSync('tmux', ['-V']).status === 0;
+
+/**
+ * A tmux server of our own (its own socket, so no one else's sessions are touched) running `script`
+ * in a 100x30 window, through a shell that records the terminal's settings before and after
+ * procwarden and procwarden's exit status.
+ */
+function inTmux(dir: string, cli: string) {
+  const socket = `procwarden-test-${process.pid}-${Date.now()}`;
+  const tmux = (...args: string[]) => {
+    const r = spawnSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`tmux ${args[0]}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const script =
+    `stty -g > ${dir}/stty.before; ${cli}; echo $? > ${dir}/status.tmp; ` +
+    `stty -g > ${dir}/stty.after; mv ${dir}/status.tmp ${dir}/status`;
+  tmux('new-session', '-d', '-s', 'pw', '-x', '100', '-y', '30', 'sh', '-c', script);
+  const screen = () => tmux('capture-pane', '-p', '-t', 'pw', '-S', '-100');
+  return {
+    tmux,
+    screen,
+    shows: (text: string) =>
+      waitFor(() => screen().includes(text), { what: `${JSON.stringify(text)} on screen` }),
+    status: async () => {
+      await waitFor(() => exists(join(dir, 'status')), { what: "procwarden's exit status" });
+      return Number(readFileSync(join(dir, 'status'), 'utf8'));
+    },
+    sttyRestored: () =>
+      readFileSync(join(dir, 'stty.after'), 'utf8') === readFileSync(join(dir, 'stty.before'), 'utf8'),
+    close: () => spawnSync('tmux', ['-L', socket, 'kill-server']),
+  };
+}
+
+describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
+  it('keystrokes pass through, Ctrl-C reaches the command, the size follows, status and tty restored', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const t = inTmux(dir, `${process.execPath} ${CLI} run --pty -- ${fixture('pty-interactive.sh')} ${dir}`);
+    try {
+      await t.shows('ready');
+      expect(t.screen()).toContain('size=30 100 tty=yes');
+      t.tmux('send-keys', '-t', 'pw', 'hello there', 'Enter');
+      await t.shows('line=[hello there]');
+      // Raw mode: ^C is a byte for the command's terminal, whose line discipline makes it SIGINT
+      // for the command; procwarden itself is not interrupted and the run goes on.
+      t.tmux('send-keys', '-t', 'pw', 'C-c');
+      await t.shows('got-INT');
+      t.tmux('resize-window', '-t', 'pw', '-x', '120', '-y', '40');
+      t.tmux('send-keys', '-t', 'pw', 'size', 'Enter');
+      await t.shows('size=40 120');
+      t.tmux('send-keys', '-t', 'pw', 'quit', 'Enter');
+      expect(await t.status()).toBe(5);
+      expect(t.sttyRestored()).toBe(true);
+    } finally {
+      t.close();
+    }
+  });
+
+  it('SIGTERM to procwarden: the command is stopped, status 143, the terminal is restored', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const t = inTmux(dir, `${process.execPath} ${CLI} run --pty -- ${fixture('pty-interactive.sh')} ${dir}`);
+    try {
+      await t.shows('ready');
+      const cli = readPids(dir).get('cli') as number;
+      process.kill(cli, 'SIGTERM');
+      expect(await t.status()).toBe(143);
+      expect(t.sttyRestored()).toBe(true);
+    } finally {
+      t.close();
+    }
+  });
+});
+
+describe('procwarden run --pty from a pipe or a file', () => {
+  async function run(args: string[], input?: string) {
+    const cli = startCli(['run', '--pty', '--', ...args], { input });
+    leaks.track(cli.child.pid);
+    return cli.done;
+  }
+
+  it('piped input is typed into the terminal and ended with EOT: cat echoes it and exits 0', async () => {
+    const r = await run(['cat'], 'one\ntwo\n');
+    expect(r.status).toBe(0);
+    // The terminal echoes what is typed and cat writes it back: each line twice, as on a terminal
+    // (in an order that depends on when cat reads).
+    expect(r.stdout.toString().split('\r\n').sort()).toEqual(['', 'one', 'one', 'two', 'two']);
+  });
+
+  it('an empty input (</dev/null) is an immediate EOT; the command sees a terminal', async () => {
+    const r = await run(['tty']);
+    expect(r.status).toBe(0);
+    expect(r.stdout.toString()).toMatch(/^\/dev\/pts\/\d+\r\n$/);
+  });
+
+  it("the command's exit status and signal death are procwarden's status, as without --pty", async () => {
+    expect((await run(['sh', '-c', 'exit 3'])).status).toBe(3);
+    expect((await run(['sh', '-c', 'kill -USR1 $$'])).status).toBe(128 + 10);
+  });
+});
