@@ -30,7 +30,12 @@ export function connectPty(): PtyConnection {
       // Raw mode outlives us unless undone: 'exit' also runs after an uncaught exception and
       // process.exit(); a stop signal ends the run, whose end calls detach().
       const restore = () => {
-        if (stdin.isTTY) stdin.setRawMode(false);
+        if (!stdin.isTTY) return;
+        try {
+          stdin.setRawMode(false);
+        } catch {
+          // Our terminal was hung up (its window closed, SIGHUP): there is no mode left to restore.
+        }
       };
       if (stdin.isTTY) stdin.setRawMode(true);
       process.on('exit', restore);
