@@ -9,6 +9,7 @@ import {
   type RunSpec,
   Supervisor,
 } from '../src/index.js';
+import { LineSplitter } from '../src/live/lines.js';
 import { agentSpec, Transcript } from './helpers/live.js';
 import { ManualClock } from './helpers/manual-clock.js';
 import { alive, cookieHolders, LeakGuard, makeTmp } from './helpers/procs.js';
@@ -211,6 +212,38 @@ describe('item 6: line framing past maxLineChars', () => {
       { length: 5, truncated: false, info: 5 },
     ]);
     await p.shutdown();
+  });
+
+  it('splitting is linear in the bytes: an 8 MB line in 1 KB pieces costs no rescans', () => {
+    const lines: [number, boolean][] = [];
+    const split = new LineSplitter((line, _stream, info) => lines.push([line.length, info.truncated]));
+    const piece = 'y'.repeat(1024);
+    const t0 = performance.now();
+    for (let i = 0; i < 8 * 1024; i++) split.push(piece, 'stdout');
+    split.push('\r\nnext\n', 'stdout');
+    const ms = performance.now() - t0;
+    expect(lines).toEqual([
+      [4 * 1024 * 1024, true],
+      [4, false],
+    ]);
+    // Rescanning the pending line per chunk (the old splitter) took tens of seconds here; a
+    // linear pass takes milliseconds. The bound only catches the quadratic case on a loaded machine.
+    expect(ms).toBeLessThan(3000);
+  });
+
+  it('a line cut at the limit still drops its \\r; pieces split anywhere give the same lines', () => {
+    const text = 'ab\r\n\r\ncdefgh\r\nij\rk\n\nlast';
+    const expected: string[] = [];
+    new LineSplitter((l, _s, i) => expected.push(`${l}|${i.truncated}|${i.length}`), 4).push(text, 'stdout');
+    for (let cut = 0; cut <= text.length; cut++) {
+      const got: string[] = [];
+      const split = new LineSplitter((l, _s, i) => got.push(`${l}|${i.truncated}|${i.length}`), 4);
+      split.push(text.slice(0, cut), 'stdout');
+      split.push(text.slice(cut), 'stdout');
+      split.flush();
+      expect(got).toEqual([...expected, 'last|false|4']);
+    }
+    expect(expected).toEqual(['ab|false|2', '|false|0', 'cdef|true|6', 'ij\rk|false|4', '|false|0']);
   });
 
   it('maxLineChars is an option, checked', async () => {
