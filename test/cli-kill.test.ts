@@ -194,6 +194,10 @@ describe('procwarden kill: targets no signal can end are refused at once, said o
     expect(text.split('\n')[0]).toBe(
       'pid 10 (stuck): 1 process signalled; SIGKILL sent to 1, 0 died of it; 1 survived',
     );
+    const noisy = { ...report, notes: Array(40).fill('SIGKILL to pid 10 failed: EPERM') };
+    expect(describeOutcome({ pid: 10, report: noisy }, painter(false))).toContain(
+      '  note: SIGKILL to pid 10 failed: EPERM (×40)\n',
+    );
     const clean = describeOutcome(
       { pid: 10, report: { ...report, members: [], escalated: false, escaped: 0 } },
       painter(false),

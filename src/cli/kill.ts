@@ -81,6 +81,13 @@ function sigkillText(report: TerminateReport): string {
   return `SIGKILL sent to ${sent}, ${report.killed} died of it`;
 }
 
+/** Each distinct note once, with how often it came (a retried signal fails the same way each time). */
+function countSame(notes: string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const note of notes) counts.set(note, (counts.get(note) ?? 0) + 1);
+  return counts;
+}
+
 /** The text report of one PID: a summary line, a row per member, the notes. */
 export function describeOutcome(outcome: Outcome, paint: ReturnType<typeof painter>): string {
   if ('error' in outcome) return `${paint('red', `pid ${outcome.pid}:`)} ${outcome.error.message}\n`;
@@ -97,7 +104,9 @@ export function describeOutcome(outcome: Outcome, paint: ReturnType<typeof paint
     const got = m.signals.map((s) => `${s.signal} +${s.atMs}ms`).join(', ');
     return `  ${String(m.pid).padStart(7)}  ${m.command.padEnd(16)}  ${got.padEnd(30)}  ${OUTCOME_TEXT[m.outcome]}`;
   });
-  const notes = report.notes.map((n) => `  note: ${n}`);
+  const notes = [...countSame(report.notes)].map(
+    ([n, times]) => `  note: ${n}${times > 1 ? ` (×${times})` : ''}`,
+  );
   return `${[head, ...rows, ...notes].join('\n')}\n`;
 }
 
