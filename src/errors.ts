@@ -21,7 +21,8 @@ export type ProcwardenErrorCode =
   | 'UNKNOWN_RUN'
   | 'LIVE_SESSION_LIMIT'
   | 'LIVE_SESSION_CLOSED'
-  | 'LIVE_TURN_ACTIVE';
+  | 'LIVE_TURN_ACTIVE'
+  | 'LISTENER_THREW';
 
 export class ProcwardenError extends Error {
   readonly code: ProcwardenErrorCode;

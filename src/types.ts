@@ -149,6 +149,11 @@ export interface RunResult {
   stdout: StreamCapture;
   stderr: StreamCapture;
   tree: TreeSummary;
+  /**
+   * What went wrong without stopping the run, whatever way it ended: a failing file sink, a
+   * throwing onData / onBytes, bookkeeping errors, and the termination's notes when there was one.
+   */
+  notes: string[];
   error?: { code: string; message: string };
 }
 

@@ -1,6 +1,10 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { painter } from '../src/cli/colour.js';
+import { describeOutcome } from '../src/cli/kill.js';
+import type { TerminateReport } from '../src/index.js';
 import { CLI, startCli } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
@@ -113,4 +117,91 @@ describe('procwarden kill', () => {
       expect(r.stderr.split('\n')[1]).toBe("Try 'procwarden kill --help' for more information.");
     });
   }
+});
+
+/** A kernel thread visible here (PF_KTHREAD in /proc/PID/stat's flags), or null. */
+function kernelThread(): number | null {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || entry === '2') continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const flags = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[6]);
+      if ((flags & 0x00200000) !== 0) return Number(entry);
+    } catch {
+      // gone
+    }
+  }
+  return null;
+}
+
+describe('procwarden kill: targets no signal can end are refused at once, said once', () => {
+  const kthread = kernelThread();
+  it.skipIf(kthread === null)(
+    'a kernel thread (and kthreadd): refused before any signal, one line, exit 1',
+    async () => {
+      for (const pid of [kthread as number, 2]) {
+        const r = await kill([String(pid)]);
+        expect(r.status).toBe(1);
+        expect(r.stdout.toString()).toBe('');
+        expect(r.stderr).toBe(
+          `pid ${pid}: pid ${pid} is a kernel thread: the kernel runs it and no signal can end it; nothing was sent.\n`,
+        );
+      }
+      const json = await kill(['--json', String(kthread)]);
+      expect(JSON.parse(json.stdout.toString())[0].error.code).toBe('KERNEL_THREAD');
+    },
+  );
+
+  const root = process.getuid?.() === 0;
+  it.skipIf(!root)('a process the user may not signal (EPERM): one plain line, nothing retried', async () => {
+    const target = spawn('sleep', ['60'], { stdio: 'ignore' });
+    leaks.track(target.pid);
+    try {
+      // As nobody, the root-owned sleep cannot be signalled.
+      const r = spawnSync(process.execPath, [CLI, 'kill', String(target.pid)], {
+        uid: 65534,
+        gid: 65534,
+        encoding: 'utf8',
+        env: { ...process.env, NO_COLOR: '1' },
+        timeout: 60_000,
+      });
+      expect(r.status).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toBe(
+        `pid ${target.pid}: not permitted to signal pid ${target.pid}: run as the process's owner or root; nothing was sent.\n`,
+      );
+      expect(alive(target.pid ?? 0)).toBe(true);
+    } finally {
+      target.kill('SIGKILL');
+      await new Promise((r) => target.once('exit', r));
+    }
+  });
+
+  it('the summary never says "no SIGKILL needed" when SIGKILL was sent', () => {
+    const report: TerminateReport = {
+      members: [{ pid: 10, command: 'stuck', signals: [{ signal: 'SIGTERM', atMs: 0 }], outcome: 'escaped' }],
+      signalled: 1,
+      killed: 0,
+      escaped: 1,
+      escalated: true,
+      durationMs: 3400,
+      graceUsedMs: 5000,
+      notes: [],
+    };
+    report.members[0]?.signals.push({ signal: 'SIGKILL', atMs: 5000 }, { signal: 'SIGKILL', atMs: 5025 });
+    const text = describeOutcome({ pid: 10, report }, painter(false));
+    expect(text).not.toContain('no SIGKILL needed');
+    expect(text.split('\n')[0]).toBe(
+      'pid 10 (stuck): 1 process signalled; SIGKILL sent to 1, 0 died of it; 1 survived',
+    );
+    const noisy = { ...report, notes: Array(40).fill('SIGKILL to pid 10 failed: EPERM') };
+    expect(describeOutcome({ pid: 10, report: noisy }, painter(false))).toContain(
+      '  note: SIGKILL to pid 10 failed: EPERM (×40)\n',
+    );
+    const clean = describeOutcome(
+      { pid: 10, report: { ...report, members: [], escalated: false, escaped: 0 } },
+      painter(false),
+    );
+    expect(clean).toContain('no SIGKILL needed');
+  });
 });

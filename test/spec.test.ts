@@ -43,6 +43,8 @@ describe('bad specs throw a typed error before anything starts', () => {
     ['an unknown containment', { argv: ['true'], containment: 'jail' }, 'INVALID_OPTION'],
     ['a bad leftovers value', { argv: ['true'], leftovers: 'maybe' }, 'INVALID_OPTION'],
     ['a bad stdin', { argv: ['true'], stdin: 42 }, 'INVALID_OPTION'],
+    ['a negative output.maxBytes', { argv: ['true'], output: { maxBytes: -1 } }, 'INVALID_OPTION'],
+    ['a NaN output.maxBytes', { argv: ['true'], output: { maxBytes: Number.NaN } }, 'INVALID_OPTION'],
     ['a non-string env value', { argv: ['true'], env: { A: 1 } }, 'INVALID_OPTION'],
     ['a signal that is not an AbortSignal', { argv: ['true'], signal: {} }, 'INVALID_OPTION'],
     [

@@ -7,6 +7,7 @@ import { painter, useColour } from './colour.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
 import { formatMs, processes } from './format.js';
 import { KILL_HELP } from './help.js';
+import { platformDetails } from './proc-details.js';
 
 const OPTIONS = {
   grace: { type: 'string' },
@@ -15,7 +16,7 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-type Outcome =
+export type Outcome =
   | { pid: number; report: TerminateReport }
   | { pid: number; error: { code: string; message: string } };
 
@@ -42,13 +43,59 @@ const OUTCOME_TEXT: Record<MemberReport['outcome'], string> = {
   escaped: 'SURVIVED SIGKILL',
 };
 
-function describe(outcome: Outcome, paint: ReturnType<typeof painter>): string {
+/**
+ * Targets no signal can end are refused before any is sent, once and plainly: a kernel thread, and
+ * a process we may not signal (EPERM does not go away by retrying for the SIGKILL bound).
+ */
+function refusal(pid: number): Outcome | null {
+  if (platformDetails().kernelThread(pid)) {
+    return {
+      pid,
+      error: {
+        code: 'KERNEL_THREAD',
+        message: `pid ${pid} is a kernel thread: the kernel runs it and no signal can end it; nothing was sent.`,
+      },
+    };
+  }
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EPERM') {
+      return {
+        pid,
+        error: {
+          code: 'NOT_PERMITTED',
+          message: `not permitted to signal pid ${pid}: run as the process's owner or root; nothing was sent.`,
+        },
+      };
+    }
+  }
+  return null;
+}
+
+/** Whatever got SIGKILL is said so: "no SIGKILL needed" only when none was sent. */
+function sigkillText(report: TerminateReport): string {
+  const sent = report.members.filter((m) => m.signals.some((s) => s.signal === 'SIGKILL')).length;
+  if (sent === 0) return 'no SIGKILL needed';
+  if (sent === report.killed) return `${report.killed} needed SIGKILL`;
+  return `SIGKILL sent to ${sent}, ${report.killed} died of it`;
+}
+
+/** Each distinct note once, with how often it came (a retried signal fails the same way each time). */
+function countSame(notes: string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const note of notes) counts.set(note, (counts.get(note) ?? 0) + 1);
+  return counts;
+}
+
+/** The text report of one PID: a summary line, a row per member, the notes. */
+export function describeOutcome(outcome: Outcome, paint: ReturnType<typeof painter>): string {
   if ('error' in outcome) return `${paint('red', `pid ${outcome.pid}:`)} ${outcome.error.message}\n`;
   const { report } = outcome;
   const root = report.members.find((m) => m.pid === outcome.pid);
   const head = [
     `pid ${outcome.pid}${root ? ` (${root.command})` : ''}: ${processes(report.signalled)} signalled`,
-    report.killed > 0 ? `${report.killed} needed SIGKILL` : 'no SIGKILL needed',
+    sigkillText(report),
     report.escaped > 0
       ? paint('red', `${report.escaped} survived`)
       : `all gone in ${formatMs(report.durationMs)}`,
@@ -57,7 +104,9 @@ function describe(outcome: Outcome, paint: ReturnType<typeof painter>): string {
     const got = m.signals.map((s) => `${s.signal} +${s.atMs}ms`).join(', ');
     return `  ${String(m.pid).padStart(7)}  ${m.command.padEnd(16)}  ${got.padEnd(30)}  ${OUTCOME_TEXT[m.outcome]}`;
   });
-  const notes = report.notes.map((n) => `  note: ${n}`);
+  const notes = [...countSame(report.notes)].map(
+    ([n, times]) => `  note: ${n}${times > 1 ? ` (×${times})` : ''}`,
+  );
   return `${[head, ...rows, ...notes].join('\n')}\n`;
 }
 
@@ -75,6 +124,8 @@ export async function killCommand(args: string[]): Promise<number> {
   // In parallel: each tree's grace runs at the same time, so N trees take one grace, not N.
   const outcomes: Outcome[] = await Promise.all(
     [...new Set(pids)].map(async (pid): Promise<Outcome> => {
+      const refused = refusal(pid);
+      if (refused) return refused;
       try {
         return { pid, report: await terminateTree(pid, { graceMs, signal }) };
       } catch (error) {
@@ -88,7 +139,8 @@ export async function killCommand(args: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(outcomes, null, 2)}\n`);
   } else {
     const paint = painter(useColour(process.stdout));
-    for (const o of outcomes) ('error' in o ? process.stderr : process.stdout).write(describe(o, paint));
+    for (const o of outcomes)
+      ('error' in o ? process.stderr : process.stdout).write(describeOutcome(o, paint));
   }
   const failed = outcomes.some((o) => 'error' in o || o.report.escaped > 0);
   return failed ? EXIT_FAILURE : 0;

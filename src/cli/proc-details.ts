@@ -10,7 +10,12 @@ export interface ProcessDetails {
   commandLine(pid: number): string | null;
   /** The procwarden run the process belongs to (its PROCWARDEN_RUN cookie), or null. */
   runCookie(pid: number): string | null;
+  /** A kernel thread: no signal can end it. False where the platform has none or cannot tell. */
+  kernelThread(pid: number): boolean;
 }
+
+// /proc/PID/stat's flags (field 9): PF_KTHREAD marks a kernel thread.
+const PF_KTHREAD = 0x00200000;
 
 // USER_HZ, the unit of /proc/PID/stat's start time, is 100 on every architecture Node runs on.
 const TICKS_PER_SECOND = 100;
@@ -44,6 +49,13 @@ export class ProcfsDetails implements ProcessDetails {
       if (entry.startsWith(prefix)) return entry.slice(prefix.length);
     }
     return null;
+  }
+
+  kernelThread(pid: number): boolean {
+    const stat = this.read(`${pid}/stat`)?.toString('utf8');
+    // The command (field 2) may hold spaces and parentheses: count fields after its last ')'.
+    const flags = stat ? Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[6]) : Number.NaN;
+    return Number.isInteger(flags) && (flags & PF_KTHREAD) !== 0;
   }
 
   private read(path: string): Buffer | null {

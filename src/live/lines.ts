@@ -1,31 +1,84 @@
 import type { StreamName } from '../types.js';
 
-// A process that never writes a newline must not grow the buffer without bound.
-const MAX_LINE_CHARS = 4 * 1024 * 1024;
+/** Characters of one line a session keeps by default; past it the line is cut (see LineInfo). */
+export const DEFAULT_MAX_LINE_CHARS = 4 * 1024 * 1024;
 
-/** Splits decoded output into lines per stream (\n or \r\n); an over-long line comes out in pieces. */
+/** What comes with every 'line' event. */
+export interface LineInfo {
+  /** The line was longer than maxLineChars: the event carries its first maxLineChars characters. */
+  truncated: boolean;
+  /** Characters the line had as written (without its newline), whether or not it was cut. */
+  length: number;
+}
+
+/** One stream's unfinished line: pieces kept up to the limit, and how long it really is. */
+interface Pending {
+  pieces: string[];
+  kept: number;
+  length: number;
+  endsWithCR: boolean;
+}
+
+/**
+ * Splits decoded output into lines per stream (\n or \r\n). A line longer than `maxChars` comes out
+ * once, cut, with `truncated: true`: one 'line' event is always one line. Each chunk is scanned once
+ * (the unfinished line is kept in pieces, never rescanned), so the cost is linear in the bytes received.
+ * Every line is cut out of the buffer before it is handed on, so a throwing consumer loses nothing else.
+ */
 export class LineSplitter {
-  private readonly rest = new Map<StreamName, string>();
+  private readonly pending = new Map<StreamName, Pending>();
 
-  constructor(private readonly emit: (line: string, stream: StreamName) => void) {}
+  constructor(
+    private readonly emit: (line: string, stream: StreamName, info: LineInfo) => void,
+    private readonly maxChars = DEFAULT_MAX_LINE_CHARS,
+  ) {}
 
   push(text: string, stream: StreamName): void {
-    const buffer = (this.rest.get(stream) ?? '') + text;
+    const ready: [string, LineInfo][] = [];
     let start = 0;
-    for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n', start)) {
-      const end = at > start && buffer[at - 1] === '\r' ? at - 1 : at;
-      this.emit(buffer.slice(start, end), stream);
+    for (let at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', start)) {
+      this.append(stream, text.slice(start, at));
+      ready.push(this.take(stream));
       start = at + 1;
     }
-    for (; buffer.length - start > MAX_LINE_CHARS; start += MAX_LINE_CHARS) {
-      this.emit(buffer.slice(start, start + MAX_LINE_CHARS), stream);
-    }
-    this.rest.set(stream, buffer.slice(start));
+    if (start < text.length) this.append(stream, text.slice(start));
+    for (const [line, info] of ready) this.emit(line, stream, info);
   }
 
   /** The output ended: a last line without a newline still counts. */
   flush(): void {
-    for (const [stream, rest] of this.rest) if (rest !== '') this.emit(rest, stream);
-    this.rest.clear();
+    const ready: [StreamName, string, LineInfo][] = [];
+    for (const [stream, rest] of this.pending) {
+      if (rest.length > 0) ready.push([stream, ...this.take(stream)]);
+    }
+    this.pending.clear();
+    for (const [stream, line, info] of ready) this.emit(line, stream, info);
+  }
+
+  private append(stream: StreamName, piece: string): void {
+    let p = this.pending.get(stream);
+    if (!p) {
+      p = { pieces: [], kept: 0, length: 0, endsWithCR: false };
+      this.pending.set(stream, p);
+    }
+    if (piece === '') return;
+    p.length += piece.length;
+    p.endsWithCR = piece.endsWith('\r');
+    // One character over the limit is kept so that a cut line ending in '\r' is still told apart.
+    const room = this.maxChars + 1 - p.kept;
+    if (room <= 0) return;
+    const keep = piece.length > room ? piece.slice(0, room) : piece;
+    p.pieces.push(keep);
+    p.kept += keep.length;
+  }
+
+  /** Removes the stream's unfinished line and returns it as a complete one. */
+  private take(stream: StreamName): [string, LineInfo] {
+    const p = this.pending.get(stream) as Pending;
+    this.pending.delete(stream);
+    const length = p.endsWithCR ? p.length - 1 : p.length;
+    const line = p.pieces.join('');
+    const truncated = length > this.maxChars;
+    return [line.slice(0, Math.min(length, this.maxChars)), { truncated, length }];
   }
 }

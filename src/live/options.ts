@@ -4,7 +4,7 @@ import type { AcquireOptions, LivePoolOptions, LiveSessionOptions, TurnOptions }
 export const DEFAULT_MAX_DRAIN_MS = 15 * 60_000;
 export const DEFAULT_MAX_SESSIONS = 16;
 
-const SESSION_KEYS = ['idleTimeoutMs', 'maxDrainMs', 'closeOnRunEnd'];
+const SESSION_KEYS = ['idleTimeoutMs', 'maxDrainMs', 'closeOnRunEnd', 'maxLineChars'];
 const POOL_KEYS = [...SESSION_KEYS, 'maxSessions', 'supervisor', 'clock', 'env'];
 const ACQUIRE_KEYS = [...SESSION_KEYS, 'fingerprint'];
 const TURN_KEYS = ['timeoutMs', 'noOutputTimeoutMs'];
@@ -40,10 +40,15 @@ function sessionOptions(o: Record<string, unknown>, what: string): LiveSessionOp
   if (o.closeOnRunEnd !== undefined && typeof o.closeOnRunEnd !== 'boolean') {
     throw invalid(`${what}.closeOnRunEnd must be true or false.`);
   }
+  const max = o.maxLineChars;
+  if (max !== undefined && (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1)) {
+    throw invalid(`${what}.maxLineChars: ${String(max)} is not a whole number of characters, 1 or more.`);
+  }
   return {
     idleTimeoutMs: millis(o.idleTimeoutMs, `${what}.idleTimeoutMs`),
     maxDrainMs: millis(o.maxDrainMs, `${what}.maxDrainMs`),
     closeOnRunEnd: o.closeOnRunEnd as boolean | undefined,
+    maxLineChars: max,
   };
 }
 

@@ -5,6 +5,8 @@ import { getDefaultSupervisor, type Supervisor } from '../supervisor/index.js';
 import type { RunSpec } from '../types.js';
 import { specFingerprint } from './fingerprint.js';
 import { idleTimeoutFromEnv } from './idle-timeout.js';
+import { DEFAULT_MAX_LINE_CHARS } from './lines.js';
+import { checkLiveSpec } from './live-spec.js';
 import {
   checkAcquireOptions,
   checkPoolOptions,
@@ -36,6 +38,13 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
   private readonly maxSessions: number;
   private readonly byKey = new Map<string, LiveSession>();
   private readonly queues = new Map<string, Promise<unknown>>();
+  /**
+   * Slots promised to acquires between their room check and their start. Taken in the same
+   * synchronous step as the check, so concurrent acquires of distinct keys cannot all see room.
+   */
+  private reserved = 0;
+  /** Acquires waiting for reserved slots to turn into sessions (which may then be evicted). */
+  private reservationWaiters: (() => void)[] = [];
   /** Last activity per session (a sequence number, so a manual clock cannot tie). */
   private readonly activity = new Map<LiveSession, number>();
   private activitySeq = 0;
@@ -74,6 +83,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     let checked: AcquireOptions;
     try {
       checked = checkAcquireOptions(options);
+      checkLiveSpec(spec);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -112,13 +122,28 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       if (current.fingerprint !== fingerprint) void current.close('restart', 'fingerprint changed');
       await current.closed;
     }
-    await this.makeRoom();
-    return this.start(key, spec, fingerprint, options);
+    await this.reserveSlot();
+    try {
+      return this.start(key, spec, fingerprint, options);
+    } finally {
+      this.reserved--;
+      const waiters = this.reservationWaiters;
+      this.reservationWaiters = [];
+      for (const wake of waiters) wake();
+    }
   }
 
-  /** Evicts the session idle the longest until a slot is free, or fails when none can go. */
-  private async makeRoom(): Promise<void> {
-    while (this.byKey.size >= this.maxSessions) {
+  /**
+   * Evicts the session idle the longest until a slot is free, or fails when none can go; the free
+   * slot is reserved before anything else can run.
+   */
+  private async reserveSlot(): Promise<void> {
+    for (;;) {
+      if (this.byKey.size + this.reserved < this.maxSessions) {
+        this.assertOpen();
+        this.reserved++;
+        return;
+      }
       this.assertOpen();
       const victim = this.longestIdle();
       if (victim) {
@@ -128,6 +153,12 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       const closing = [...this.byKey.values()].find((s) => s.state === 'closing');
       if (closing) {
         await closing.closed;
+        continue;
+      }
+      if (this.reserved > 0) {
+        // Another acquire is about to start its session: as if the acquires ran one after the
+        // other, that session may then be evicted like any idle one.
+        await new Promise<void>((wake) => this.reservationWaiters.push(wake));
         continue;
       }
       throw new ProcwardenError(
@@ -158,6 +189,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       idleTimeoutMs: options.idleTimeoutMs ?? this.options.idleTimeoutMs ?? this.idleTimeoutFromEnv(),
       maxDrainMs: options.maxDrainMs ?? this.options.maxDrainMs ?? DEFAULT_MAX_DRAIN_MS,
       closeOnRunEnd: options.closeOnRunEnd ?? this.options.closeOnRunEnd ?? false,
+      maxLineChars: options.maxLineChars ?? this.options.maxLineChars ?? DEFAULT_MAX_LINE_CHARS,
     });
     this.byKey.set(key, session);
     this.touch(session);

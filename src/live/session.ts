@@ -5,6 +5,7 @@ import type { Supervisor } from '../supervisor/index.js';
 import type { RunHandle, RunResult, RunSpec, StreamName } from '../types.js';
 import { ChildRegistry, type LiveChild } from './children.js';
 import { LineSplitter } from './lines.js';
+import { liveSpec } from './live-spec.js';
 import { checkTurnOptions } from './options.js';
 import { OneShot } from './timer.js';
 import { LiveTurn, type TurnHost } from './turn.js';
@@ -37,6 +38,7 @@ export interface SessionInit {
   idleTimeoutMs: number;
   maxDrainMs: number;
   closeOnRunEnd: boolean;
+  maxLineChars: number;
 }
 
 /**
@@ -90,7 +92,10 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       (child) => this.onChildAttached(child),
       (child) => this.onChildReleased(child),
     );
-    this.lines = new LineSplitter((line, stream) => this.emit('line', line, stream));
+    this.lines = new LineSplitter(
+      (line, stream, info) => this.notify('line', line, stream, info),
+      init.maxLineChars,
+    );
     this.idleTimer = new OneShot(init.clock, () => {
       void this.close('idle', `no turn and no live child for ${this.settings.idleTimeoutMs} ms`);
     });
@@ -155,7 +160,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     this.idleTimer.clear();
     const turn = new LiveTurn(++this.turnCount, this.turnHost, checked);
     this.turn = turn;
-    this.emit('turn-start', { key: this.key, sessionId: this.id, turn: turn.id });
+    this.notify('turn-start', { key: this.key, sessionId: this.id, turn: turn.id });
     return turn;
   }
 
@@ -201,7 +206,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       durationMs: this.clock.now() - turn.startedAt,
     };
     turn.settle(event);
-    this.emit('turn-end', event);
+    this.notify('turn-end', event);
     if (outcome === 'overall-timeout' || outcome === 'no-output-timeout') {
       void this.close('abort', `turn ${turn.id}: ${outcome}`);
     } else if (outcome === 'completed' && this.settings.closeOnRunEnd) {
@@ -218,7 +223,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     this.status = 'draining';
     this.idleTimer.clear();
     if (first) this.drainCap.arm(this.settings.maxDrainMs);
-    this.emit('close-deferred', {
+    this.notify('close-deferred', {
       key: this.key,
       sessionId: this.id,
       reason,
@@ -241,11 +246,11 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
 
   private onChildAttached(child: LiveChild): void {
     this.idleTimer.clear();
-    this.emit('child-attached', this.childEvent(child));
+    this.notify('child-attached', this.childEvent(child));
   }
 
   private onChildReleased(child: LiveChild): void {
-    this.emit('child-released', this.childEvent(child));
+    this.notify('child-released', this.childEvent(child));
     if (this.children.count > 0) return;
     if (this.pending && this.status === 'draining') {
       this.terminate({ ...this.pending, drained: true, capFired: false });
@@ -275,7 +280,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
 
   private onOutput(text: string, stream: StreamName): void {
     this.lastOutputTick = this.clock.now();
-    this.emit('output', text, stream);
+    this.notify('output', text, stream);
     this.lines.push(text, stream);
   }
 
@@ -296,11 +301,53 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     if (this.turn) this.endTurn(this.turn, 'session-closed');
   }
 
+  /**
+   * Calls every listener of `name`, each on its own: one that throws neither stops the others nor
+   * reaches the session's machinery (which would lose lines or leave `closed` pending); what it
+   * threw is reported as an 'error' event.
+   */
+  private notify<K extends keyof LiveSessionEvents>(name: K, ...args: LiveSessionEvents[K]): void {
+    for (const listener of this.rawListeners(name)) {
+      try {
+        (listener as (...a: unknown[]) => unknown).apply(this, args);
+      } catch (error) {
+        this.reportError(name, error);
+      }
+    }
+  }
+
+  /**
+   * An 'error' event when someone listens for it. Without a listener, Node's emit('error') would
+   * throw into the output path (and crash the host from the flush at exit), so the error becomes a
+   * process warning instead: visible on stderr, never fatal.
+   */
+  private reportError(event: string, error: unknown): void {
+    const failure = new ProcwardenError(
+      'LISTENER_THREW',
+      `live session ${this.id}: a '${event}' listener threw (${error instanceof Error ? error.message : String(error)}); the session carries on and no other listener or line was affected.`,
+      { cause: error },
+    );
+    const listeners = event === 'error' ? [] : this.rawListeners('error');
+    if (listeners.length === 0) {
+      process.emitWarning(failure);
+      return;
+    }
+    for (const listener of listeners) {
+      try {
+        (listener as (e: ProcwardenError) => unknown).call(this, failure);
+      } catch (inner) {
+        this.reportError('error', inner);
+      }
+    }
+  }
+
   /** The run ended: because we closed it, or on its own (it exited, crashed, or was cancelled elsewhere). */
   private onRunEnded(result: RunResult): void {
     if (this.status !== 'closing') {
+      // An end of its own (exit code, abort, shutdown) is an immediate reason: it overrides a
+      // pending 'idle' / 'restart' drain, which never got to close anything.
       this.beginClosing({
-        reason: this.pending?.reason ?? closeReasonFor(result),
+        reason: closeReasonFor(result),
         detail: describeEnd(result),
         drained: false,
         capFired: false,
@@ -316,7 +363,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     };
     // Resolved first: a listener that throws must not leave `closed` pending.
     this.resolveClosed(event);
-    this.emit('closed', event);
+    this.notify('closed', event);
   }
 
   private closedError(what: string): ProcwardenError {
@@ -328,34 +375,6 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       `cannot ${what} live session ${this.id}: it is ${this.status}${why}; acquire the key again from the pool for a new session.`,
     );
   }
-}
-
-/** The session's process talks over stdin; its output also feeds the session (events, turn silence). */
-function liveSpec(spec: RunSpec, onOutput: (text: string, stream: StreamName) => void): RunSpec {
-  if (typeof spec !== 'object' || spec === null) {
-    throw new ProcwardenError(
-      'INVALID_SPEC',
-      'acquire(key, spec): spec must be an object like { argv: [...] }.',
-    );
-  }
-  if (spec.stdin !== undefined && spec.stdin !== 'pipe') {
-    throw new ProcwardenError(
-      'INVALID_OPTION',
-      `a live session talks to its process over stdin; leave spec.stdin unset (it is 'pipe'), got ${JSON.stringify(typeof spec.stdin === 'string' ? spec.stdin : typeof spec.stdin)}.`,
-    );
-  }
-  const userOnData = spec.output?.onData;
-  return {
-    ...spec,
-    stdin: 'pipe',
-    output: {
-      ...spec.output,
-      onData: (text, stream) => {
-        userOnData?.(text, stream);
-        onOutput(text, stream);
-      },
-    },
-  };
 }
 
 function closeReasonFor(result: RunResult): LiveCloseReason {

@@ -1,6 +1,8 @@
 import type { Clock } from '../clock.js';
+import type { ProcwardenError } from '../errors.js';
 import type { Supervisor } from '../supervisor/index.js';
 import type { RunResult, StreamName } from '../types.js';
+import type { LineInfo } from './lines.js';
 
 /**
  * Why a session closes. 'idle' and 'restart' drain (wait for live children, bounded by
@@ -27,6 +29,11 @@ export interface LiveSessionOptions {
   maxDrainMs?: number;
   /** At the end of every completed turn, request close('restart') (which drains live children). Default false. */
   closeOnRunEnd?: boolean;
+  /**
+   * Longest line a 'line' event carries, in characters. A longer line arrives once, cut to this
+   * length, with `info.truncated` true and `info.length` its real length. Default 4 MiB (4194304).
+   */
+  maxLineChars?: number;
 }
 
 export interface LivePoolOptions extends LiveSessionOptions {
@@ -113,8 +120,13 @@ export interface LiveSessionEvents {
   closed: [ClosedEvent];
   /** Every decoded chunk the process writes. */
   output: [text: string, stream: StreamName];
-  /** Every complete line the process writes (without the newline): JSON-lines protocols. */
-  line: [line: string, stream: StreamName];
+  /**
+   * Every complete line the process writes (without the newline): JSON-lines protocols. One event is
+   * always one line; past maxLineChars it is cut and `info.truncated` says so.
+   */
+  line: [line: string, stream: StreamName, info: LineInfo];
+  /** A listener of this session threw (code LISTENER_THREW, the thrown value as `cause`). */
+  error: [error: ProcwardenError];
 }
 
 export interface LivePoolEvents {

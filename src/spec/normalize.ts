@@ -74,6 +74,18 @@ function optionalDuration(value: unknown, what: string, fallback: number): numbe
   return value === undefined ? fallback : checkDuration(value, what);
 }
 
+/** A size in bytes is an option, not a duration: its error says bytes and carries INVALID_OPTION. */
+function optionalByteCount(value: unknown, what: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw invalid(
+      `${what}: ${String(value)} is not a valid size; give a finite number of bytes, 0 or more.`,
+      'INVALID_OPTION',
+    );
+  }
+  return value;
+}
+
 function normalizeArgv(spec: RunSpec): [string, ...string[]] {
   const argv = spec.argv as unknown;
   if (!Array.isArray(argv) || argv.length === 0) {
@@ -132,7 +144,7 @@ function normalizeOutput(output: OutputOptions | undefined) {
   if (output !== undefined && (typeof output !== 'object' || output === null)) {
     throw invalid('output must be an object: { maxBytes?, onData?, file? }.', 'INVALID_OPTION');
   }
-  const maxBytes = optionalDuration(output?.maxBytes, 'output.maxBytes', DEFAULT_MAX_BYTES);
+  const maxBytes = optionalByteCount(output?.maxBytes, 'output.maxBytes', DEFAULT_MAX_BYTES);
   if (output?.onData !== undefined && typeof output.onData !== 'function') {
     throw invalid('output.onData must be a function (text, stream) => void.', 'INVALID_OPTION');
   }

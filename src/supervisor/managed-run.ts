@@ -313,8 +313,9 @@ export class ManagedRun implements RunHandle {
         killed: report?.killed ?? 0,
         escaped: report?.escaped ?? 0,
         leftovers: this.leftovers,
-        report: report ? { ...report, notes } : null,
+        report: report ? { ...report, notes: [...notes] } : null,
       },
+      notes,
       ...(this.spawnError
         ? {
             error: {
@@ -327,6 +328,7 @@ export class ManagedRun implements RunHandle {
     this.hold.release().then(
       () => this.deliver(result),
       (error) => {
+        result.notes.push(`containment release failed: ${error}`);
         result.tree.report?.notes.push(`containment release failed: ${error}`);
         this.deliver(result);
       },

@@ -1,0 +1,41 @@
+import { ProcwardenError } from '../errors.js';
+import { normalizeSpec } from '../spec/index.js';
+import type { RunSpec, StreamName } from '../types.js';
+
+/**
+ * Checks a session's spec completely, before the pool does anything for it (evicting an idle
+ * session to make room for a spec that cannot start would lose that session for nothing).
+ */
+export function checkLiveSpec(spec: RunSpec): void {
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+    throw new ProcwardenError(
+      'INVALID_SPEC',
+      `acquire(key, spec): spec must be an object like { argv: [...] }, got ${spec === null ? 'null' : typeof spec}.`,
+    );
+  }
+  if (spec.stdin !== undefined && spec.stdin !== 'pipe') {
+    throw new ProcwardenError(
+      'INVALID_OPTION',
+      `a live session talks to its process over stdin; leave spec.stdin unset (it is 'pipe'), got ${JSON.stringify(typeof spec.stdin === 'string' ? spec.stdin : typeof spec.stdin)}.`,
+    );
+  }
+  normalizeSpec({ ...spec, stdin: 'pipe' }, 'live-spec-check');
+}
+
+/** The session's process talks over stdin; its output also feeds the session (events, turn silence). */
+export function liveSpec(spec: RunSpec, onOutput: (text: string, stream: StreamName) => void): RunSpec {
+  const userOnData = spec.output?.onData;
+  return {
+    ...spec,
+    stdin: 'pipe',
+    output: {
+      ...spec.output,
+      // The session's own reading comes first and regardless: a throwing onData (recorded in the
+      // run's notes by the output collector) must not blind the session's events and turn timers.
+      onData: (text, stream) => {
+        onOutput(text, stream);
+        userOnData?.(text, stream);
+      },
+    },
+  };
+}
