@@ -9,13 +9,29 @@ import { basename, dirname, join, normalize } from 'node:path';
 export class CgroupRemains {
   private constructor(readonly path: string) {}
 
-  /** Null (with the reason) when the path is not a cgroup directory we may act on. */
+  /** The reason instead when the path is not a cgroup directory we may act on. */
   static open(path: string, mountinfo = '/proc/self/mountinfo'): CgroupRemains | string {
     if (normalize(path) !== path || !path.startsWith('/')) return `cgroup path ${path} is not normalised`;
     const mounts = cgroup2Mounts(mountinfo);
     if (!mounts.some((m) => path.startsWith(`${m}/`)))
       return `cgroup path ${path} is not below a cgroup2 mount`;
     return new CgroupRemains(path);
+  }
+
+  /**
+   * A record's cgroup, only when it is one procwarden makes for that record's supervisor: the
+   * parent `procwarden-<supervisor pid>-<supervisor start>` or a run's cgroup right under it. Any
+   * other cgroup (a service's, a test's) is never killed on a record's word.
+   */
+  static forRecord(
+    record: { cgroupPath: string; supervisorPid: number; supervisorStart: string | null },
+    mountinfo?: string,
+  ): CgroupRemains | string {
+    const { cgroupPath: path, supervisorPid, supervisorStart } = record;
+    const parent = `procwarden-${supervisorPid}-${supervisorStart}`;
+    if (supervisorStart === null || (basename(path) !== parent && basename(dirname(path)) !== parent))
+      return `cgroup ${path} is not one procwarden makes for supervisor ${supervisorPid} (${parent}/<run>)`;
+    return CgroupRemains.open(path, mountinfo);
   }
 
   /** Pids in the cgroup and its descendants; empty once the directory is gone. */
