@@ -6,6 +6,7 @@ import { type ReapReport, reap, Supervisor } from '../src/index.js';
 import { sweepCgroups } from './helpers/cgroups.js';
 import { journalFiles, startHost } from './helpers/host.js';
 import { alive, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
+import { deadRecord, writableCgroupMount } from './helpers/reap.js';
 
 const leaks = new LeakGuard();
 /** Hosts these tests start and kill: what they made must go even when an assertion failed. */
@@ -17,44 +18,7 @@ afterEach(async () => {
   if (left.length > 0) throw new Error(`cgroups left by a dead host (now removed): ${left.join(', ')}`);
 });
 
-/** A record as a supervisor writes it; `supervisorStart` that is not ours makes its supervisor dead. */
-function deadRecord(runId: string, fields: Record<string, unknown>) {
-  return JSON.stringify({
-    format: 'procwarden.run/1',
-    supervisorId: 'pwtestdead',
-    supervisorPid: process.pid,
-    supervisorStart: 'not-a-start-time',
-    runId,
-    pid: null,
-    pidStart: null,
-    pgid: null,
-    cookie: null,
-    cgroupPath: null,
-    startedAt: Date.now(),
-    killSignal: 'SIGTERM',
-    graceMs: 1000,
-    command: 'test',
-    ...fields,
-  });
-}
-
-/** A writable cgroup v2 directory for this test file, or why there is none. */
-function cgroupRoot(): string | { why: string } {
-  const line = readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .find((l) => l.split(' - ')[1]?.startsWith('cgroup2 '));
-  const mount = line?.split(' ')[4];
-  if (!mount) return { why: 'no cgroup v2 hierarchy is mounted' };
-  const probe = join(mount, `pw-reap-probe-${process.pid}`);
-  try {
-    mkdirSync(probe);
-    rmdirSync(probe);
-    return mount;
-  } catch (error) {
-    return { why: `cannot create a cgroup under ${mount}: ${(error as NodeJS.ErrnoException).code}` };
-  }
-}
-const cgroups = cgroupRoot();
+const cgroups = writableCgroupMount();
 
 /** Parent cgroups a (dead) host's supervisor made, `procwarden-<pid>-<start>` beside ours. */
 function hostCgroups(hostPid: number | undefined): string[] {
