@@ -3,6 +3,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, rmdirSync, symlinkSync, wr
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { reap, Supervisor } from '../src/index.js';
+import { CgroupRemains } from '../src/journal/index.js';
 import { journalFiles } from './helpers/host.js';
 import { alive, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
 import { deadRecord, writableCgroupMount } from './helpers/reap.js';
@@ -203,6 +204,26 @@ describe('reap trusts only what procwarden wrote (forged records; the victim mus
           }
         }
       }
+    },
+  );
+
+  it.skipIf(typeof cgroups !== 'string')(
+    "only procwarden's cgroup names for the record's own supervisor are acted on",
+    () => {
+      const mount = cgroups as string;
+      const verdict = (cgroupPath: string, supervisorStart: string | null, supervisorPid = 4242) => {
+        const opened = CgroupRemains.forRecord({ cgroupPath, supervisorPid, supervisorStart });
+        return typeof opened === 'string' ? opened : 'ok';
+      };
+      expect(verdict(`${mount}/procwarden-4242-777/run-1`, '777')).toBe('ok');
+      expect(verdict(`${mount}/procwarden-4242-777`, '777')).toBe('ok');
+      // The first record of a run can be written before its supervisor read its own start time.
+      expect(verdict(`${mount}/procwarden-4242-777/run-1`, null)).toBe('ok');
+      expect(verdict(`${mount}/procwarden-4242-777/run-1`, '778')).toMatch(/not one procwarden makes/);
+      expect(verdict(`${mount}/procwarden-4242-777/run-1`, '777', 4243)).toMatch(/not one procwarden makes/);
+      expect(verdict(`${mount}/system.slice/postgresql.service`, null)).toMatch(/not one procwarden makes/);
+      expect(verdict(`${mount}/procwarden-4242-777/run-1/deeper`, '777')).toMatch(/not one procwarden makes/);
+      expect(verdict(`/tmp/procwarden-4242-777/run-1`, '777')).toMatch(/not below a cgroup2 mount/);
     },
   );
 

@@ -21,16 +21,22 @@ export class CgroupRemains {
   /**
    * A record's cgroup, only when it is one procwarden makes for that record's supervisor: the
    * parent `procwarden-<supervisor pid>-<supervisor start>` or a run's cgroup right under it. Any
-   * other cgroup (a service's, a test's) is never killed on a record's word.
+   * other cgroup (a service's, a test's) is never killed on a record's word. A record written
+   * before its supervisor had read its own start time (the first, written in the spawn's tick)
+   * has none: then any start time in the name will do, the pid must still match.
    */
   static forRecord(
     record: { cgroupPath: string; supervisorPid: number; supervisorStart: string | null },
     mountinfo?: string,
   ): CgroupRemains | string {
     const { cgroupPath: path, supervisorPid, supervisorStart } = record;
-    const parent = `procwarden-${supervisorPid}-${supervisorStart}`;
-    if (supervisorStart === null || (basename(path) !== parent && basename(dirname(path)) !== parent))
-      return `cgroup ${path} is not one procwarden makes for supervisor ${supervisorPid} (${parent}/<run>)`;
+    const named = (dir: string) => {
+      const m = /^procwarden-(\d+)-(.+)$/.exec(basename(dir));
+      if (!m || Number(m[1]) !== supervisorPid) return false;
+      return supervisorStart === null ? /^\d+$/.test(m[2] as string) : m[2] === supervisorStart;
+    };
+    if (!named(path) && !named(dirname(path)))
+      return `cgroup ${path} is not one procwarden makes for supervisor ${supervisorPid} (procwarden-${supervisorPid}-${supervisorStart ?? '<start>'}/<run>)`;
     return CgroupRemains.open(path, mountinfo);
   }
 
