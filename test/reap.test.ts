@@ -14,8 +14,9 @@ const hosts: { pid: number; start: string }[] = [];
 afterEach(async () => {
   const left: string[] = [];
   for (const host of hosts.splice(0)) left.push(...(await sweepCgroups(host)));
+  left.push(...(await sweepCgroups())); // and those of this process's own supervisors
   await leaks.check();
-  if (left.length > 0) throw new Error(`cgroups left by a dead host (now removed): ${left.join(', ')}`);
+  if (left.length > 0) throw new Error(`cgroups left behind (now removed): ${left.join(', ')}`);
 });
 
 const cgroups = writableCgroupMount();
