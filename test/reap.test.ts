@@ -3,50 +3,23 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileS
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ReapReport, reap, Supervisor } from '../src/index.js';
+import { sweepCgroups } from './helpers/cgroups.js';
 import { journalFiles, startHost } from './helpers/host.js';
 import { alive, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
+import { deadRecord, writableCgroupMount } from './helpers/reap.js';
 
 const leaks = new LeakGuard();
-afterEach(() => leaks.check());
+/** Hosts these tests start and kill: what they made must go even when an assertion failed. */
+const hosts: { pid: number; start: string }[] = [];
+afterEach(async () => {
+  const left: string[] = [];
+  for (const host of hosts.splice(0)) left.push(...(await sweepCgroups(host)));
+  left.push(...(await sweepCgroups())); // and those of this process's own supervisors
+  await leaks.check();
+  if (left.length > 0) throw new Error(`cgroups left behind (now removed): ${left.join(', ')}`);
+});
 
-/** A record as a supervisor writes it; `supervisorStart` that is not ours makes its supervisor dead. */
-function deadRecord(runId: string, fields: Record<string, unknown>) {
-  return JSON.stringify({
-    format: 'procwarden.run/1',
-    supervisorId: 'pwtestdead',
-    supervisorPid: process.pid,
-    supervisorStart: 'not-a-start-time',
-    runId,
-    pid: null,
-    pidStart: null,
-    pgid: null,
-    cookie: null,
-    cgroupPath: null,
-    startedAt: Date.now(),
-    killSignal: 'SIGTERM',
-    graceMs: 1000,
-    command: 'test',
-    ...fields,
-  });
-}
-
-/** A writable cgroup v2 directory for this test file, or why there is none. */
-function cgroupRoot(): string | { why: string } {
-  const line = readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .find((l) => l.split(' - ')[1]?.startsWith('cgroup2 '));
-  const mount = line?.split(' ')[4];
-  if (!mount) return { why: 'no cgroup v2 hierarchy is mounted' };
-  const probe = join(mount, `pw-reap-probe-${process.pid}`);
-  try {
-    mkdirSync(probe);
-    rmdirSync(probe);
-    return mount;
-  } catch (error) {
-    return { why: `cannot create a cgroup under ${mount}: ${(error as NodeJS.ErrnoException).code}` };
-  }
-}
-const cgroups = cgroupRoot();
+const cgroups = writableCgroupMount();
 
 /** Parent cgroups a (dead) host's supervisor made, `procwarden-<pid>-<start>` beside ours. */
 function hostCgroups(hostPid: number | undefined): string[] {
@@ -74,6 +47,7 @@ async function startRunsHost() {
   const stateDir = leaks.trackDir(makeTmp('pw-state-'));
   const host = startHost('host-runs.mjs', [dir, stateDir]);
   leaks.track(host.child.pid);
+  hosts.push({ pid: host.child.pid as number, start: startTime(host.child.pid as number) as string });
   const ready = JSON.parse(await host.line('ready')) as {
     supervisorId: string;
     runs: string[];
@@ -96,7 +70,7 @@ describe('reap after a supervisor crash', () => {
     host.child.kill('SIGKILL');
     await host.exited;
     // The host is dead; its trees are not.
-    expect([...pids.values()].every(alive)).toBe(true);
+    expect([...pids.entries()].filter(([, pid]) => !alive(pid))).toEqual([]);
 
     const dry = await reap({ stateDir, dryRun: true });
     expect(dry.runs.map((r) => r.action)).toEqual(['would-reap', 'would-reap', 'would-reap']);
@@ -121,13 +95,14 @@ describe('reap after a supervisor crash', () => {
     host.child.kill('SIGKILL');
     await host.exited;
     const cli = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
-    const livingBefore = [...pids.values()].filter(alive);
+    // No member depends on the dead host (not even its pipes): all of them outlive it.
+    expect([...pids.entries()].filter(([, pid]) => !alive(pid))).toEqual([]);
     const dry = spawnSync(process.execPath, [cli, 'reap', '--dry-run', '--state-dir', stateDir], {
       encoding: 'utf8',
     });
     expect(dry.status, dry.stderr).toBe(0);
     expect(dry.stdout, dry.stdout + dry.stderr).toContain('would reap');
-    expect([...pids.values()].filter(alive)).toEqual(livingBefore); // a dry run signals nothing
+    expect([...pids.entries()].filter(([, pid]) => !alive(pid))).toEqual([]); // a dry run signals nothing
     const real = spawnSync(
       process.execPath,
       [cli, 'reap', '--json', '--grace', '300ms', '--state-dir', stateDir],
@@ -218,6 +193,8 @@ describe('reap after a supervisor crash', () => {
     const dir = leaks.trackDir(makeTmp('pw-host-'));
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));
     const host = startHost('host-exit.mjs', [dir, stateDir]);
+    const hostStart = startTime(host.child.pid as number);
+    if (hostStart) hosts.push({ pid: host.child.pid as number, start: hostStart });
     const id = await host.line('ready');
     leaks.trackCookie(id);
     expect((await host.exited).code).toBe(0);
@@ -236,16 +213,21 @@ describe('reap after a supervisor crash', () => {
     expect(hostCgroups(host.child.pid)).toEqual([]);
   });
 
-  it('a cgroup path that is not below a cgroup2 mount is not trusted: what it lists is left alone', async () => {
+  it('a cgroup path that is not below a cgroup2 mount is refused: what it lists is left alone', async () => {
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));
     const fake = leaks.trackDir(makeTmp('pw-fake-cgroup-'));
     const bystander = spawn('sleep', ['300'], { stdio: 'ignore' });
     leaks.track(bystander.pid);
-    writeFileSync(join(fake, 'cgroup.procs'), `${bystander.pid}\n`);
-    writeFileSync(join(stateDir, 'pwtestdead-9.json'), deadRecord('pwtestdead-9', { cgroupPath: fake }));
+    // Named as procwarden names its cgroups, so that only the mount check refuses it.
+    const cgroupPath = join(fake, `procwarden-${process.pid}-1`, 'run');
+    mkdirSync(cgroupPath, { recursive: true });
+    writeFileSync(join(cgroupPath, 'cgroup.procs'), `${bystander.pid}\n`);
+    const record = deadRecord('pwtestdead-9', { cgroupPath, supervisorStart: '1' });
+    writeFileSync(join(stateDir, 'pwtestdead-9.json'), record);
     const report = await reap({ stateDir, graceMs: 200 });
-    expect(report.runs[0]).toMatchObject({ action: 'reaped', members: [] });
-    expect(report.runs[0]?.notes.join(' ')).toMatch(/not below a cgroup2 mount/);
+    expect(report.runs[0]).toMatchObject({ action: 'refused', members: [] });
+    expect(report.runs[0]?.refused.join(' ')).toMatch(/not below a cgroup2 mount/);
+    expect(journalFiles(stateDir)).toEqual(['pwtestdead-9.json']); // kept: a person must look at it
     expect(alive(bystander.pid as number)).toBe(true);
     const gone = new Promise((resolve) => bystander.once('exit', resolve));
     bystander.kill('SIGKILL');
@@ -277,10 +259,12 @@ describe('reap after a supervisor crash', () => {
 
       it('reap finds its members through the cgroup (nested ones too), kills them and removes the cgroup', async () => {
         const stateDir = leaks.trackDir(makeTmp('pw-state-'));
-        const cg = join(cgroups as string, `pw-reap-test-${process.pid}-${Date.now()}`);
+        // Named as a dead supervisor's run cgroup: our pid with a start time that is not ours.
+        const parent = join(cgroups as string, `procwarden-${process.pid}-1`);
+        const cg = join(parent, `pw-reap-test-${Date.now()}`);
         const inner = join(cg, 'inner');
         mkdirSync(inner, { recursive: true });
-        dirs.push(cg, inner);
+        dirs.push(parent, cg, inner);
         // No cookie, no recorded pid: only the cgroup ties these to the run. One ignores SIGTERM.
         const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
         const plain = spawn('sleep', ['300'], { stdio: 'ignore', detached: true, env });
@@ -293,7 +277,8 @@ describe('reap after a supervisor crash', () => {
         leaks.track(stubborn.pid);
         writeFileSync(join(cg, 'cgroup.procs'), String(plain.pid));
         writeFileSync(join(inner, 'cgroup.procs'), String(stubborn.pid));
-        writeFileSync(join(stateDir, 'pwtestdead-7.json'), deadRecord('pwtestdead-7', { cgroupPath: cg }));
+        const record = deadRecord('pwtestdead-7', { cgroupPath: cg, supervisorStart: '1' });
+        writeFileSync(join(stateDir, 'pwtestdead-7.json'), record);
 
         const report = await reap({ stateDir, graceMs: 300 });
         expect(report.runs[0]?.action).toBe('reaped');
@@ -304,6 +289,7 @@ describe('reap after a supervisor crash', () => {
         expect(alive(plain.pid as number)).toBe(false);
         expect(alive(stubborn.pid as number)).toBe(false);
         expect(existsSync(cg)).toBe(false);
+        expect(existsSync(parent)).toBe(false); // the dead supervisor's parent cgroup too
         expect(journalFiles(stateDir)).toEqual([]);
       });
     },

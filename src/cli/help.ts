@@ -155,7 +155,9 @@ Every run a Supervisor starts is recorded in its journal until the run's tree is
 supervisor dies (crash, SIGKILL, deploy), its runs keep going: reap finds the records of dead
 supervisors and ends what is left of each run (members checked by identity, escaped members found
 by their cookie, cgroup.kill for cgroup runs), then removes the records and empty cgroups.
-Runs of supervisors that are alive are never touched.
+Runs of supervisors that are alive are never touched. A record is used only from a directory and
+a file nobody else can write (no symlinks), and only on processes and cgroups it can prove are the
+run's; anything else is reported and left alone.
 
 Options:
   --dry-run          show what would be ended; signal nothing, remove nothing
@@ -165,5 +167,6 @@ Options:
                      ~/.local/state/procwarden)
   -h, --help         show this help
 
-Exit status: 0 nothing left behind; 1 members survived SIGKILL (their records are kept); 2 bad options.
+Exit status: 0 nothing left behind; 1 members survived SIGKILL (their records are kept), or the
+journal could not be read, or a directory, file or record was not trusted; 2 bad options.
 `;

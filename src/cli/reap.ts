@@ -19,6 +19,7 @@ const ACTION_TEXT: Record<ReapedRun['action'], string> = {
   'would-reap': 'would reap',
   'supervisor-alive': 'left alone (its supervisor is alive)',
   incomplete: 'INCOMPLETE (members survived SIGKILL; record kept)',
+  refused: "REFUSED in part (the record names what reap cannot prove is the run's; record kept)",
 };
 
 function describe(report: ReapReport): string {
@@ -32,6 +33,7 @@ function describe(report: ReapReport): string {
     );
     for (const m of run.members) lines.push(`  ${String(m.pid).padStart(7)}  ${m.command}`);
     for (const note of run.notes) lines.push(`  note: ${note}`);
+    for (const why of run.refused) lines.push(`  refused: ${why}`);
   }
   for (const s of report.skipped) lines.push(`skipped ${s.file}: ${s.problem}`);
   return `${lines.join('\n')}\n`;
@@ -58,5 +60,18 @@ export async function reapCommand(args: string[]): Promise<number> {
     ...(graceMs !== undefined ? { graceMs } : {}),
   });
   process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : describe(report));
-  return report.survivors > 0 ? EXIT_FAILURE : 0;
+  return failed(report) ? EXIT_FAILURE : 0;
+}
+
+/**
+ * Non-zero when anything may be left behind: survivors, a journal (or record) that could not be
+ * read, one that was not trusted, or a record naming what reap would not touch. Foreign and corrupt
+ * files in a trusted directory are only reported.
+ */
+function failed(report: ReapReport): boolean {
+  return (
+    report.survivors > 0 ||
+    report.skipped.some((s) => s.kind === 'untrusted' || s.kind === 'unreadable') ||
+    report.runs.some((r) => r.refused.length > 0)
+  );
 }

@@ -9,13 +9,35 @@ import { basename, dirname, join, normalize } from 'node:path';
 export class CgroupRemains {
   private constructor(readonly path: string) {}
 
-  /** Null (with the reason) when the path is not a cgroup directory we may act on. */
+  /** The reason instead when the path is not a cgroup directory we may act on. */
   static open(path: string, mountinfo = '/proc/self/mountinfo'): CgroupRemains | string {
     if (normalize(path) !== path || !path.startsWith('/')) return `cgroup path ${path} is not normalised`;
     const mounts = cgroup2Mounts(mountinfo);
     if (!mounts.some((m) => path.startsWith(`${m}/`)))
       return `cgroup path ${path} is not below a cgroup2 mount`;
     return new CgroupRemains(path);
+  }
+
+  /**
+   * A record's cgroup, only when it is one procwarden makes for that record's supervisor: the
+   * parent `procwarden-<supervisor pid>-<supervisor start>` or a run's cgroup right under it. Any
+   * other cgroup (a service's, a test's) is never killed on a record's word. A record written
+   * before its supervisor had read its own start time (the first, written in the spawn's tick)
+   * has none: then any start time in the name will do, the pid must still match.
+   */
+  static forRecord(
+    record: { cgroupPath: string; supervisorPid: number; supervisorStart: string | null },
+    mountinfo?: string,
+  ): CgroupRemains | string {
+    const { cgroupPath: path, supervisorPid, supervisorStart } = record;
+    const named = (dir: string) => {
+      const m = /^procwarden-(\d+)-(.+)$/.exec(basename(dir));
+      if (!m || Number(m[1]) !== supervisorPid) return false;
+      return supervisorStart === null ? /^\d+$/.test(m[2] as string) : m[2] === supervisorStart;
+    };
+    if (!named(path) && !named(dirname(path)))
+      return `cgroup ${path} is not one procwarden makes for supervisor ${supervisorPid} (procwarden-${supervisorPid}-${supervisorStart ?? '<start>'}/<run>)`;
+    return CgroupRemains.open(path, mountinfo);
   }
 
   /** Pids in the cgroup and its descendants; empty once the directory is gone. */

@@ -1,6 +1,7 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseRecord, type RunRecord, recordFileNames } from './record.js';
+import { readRecordFile, untrustedDir } from './trust.js';
 
 export interface JournalEntry {
   file: string;
@@ -10,9 +11,17 @@ export interface JournalEntry {
 export interface JournalProblem {
   file: string;
   problem: string;
+  /**
+   * untrusted: the directory or file could have been written by someone else (or is a symlink);
+   * unreadable: it could not be listed or read; invalid: not a procwarden record; stale: a
+   * temporary file a writer left behind (failed write), which reap removes.
+   */
+  kind: 'untrusted' | 'unreadable' | 'invalid' | 'stale';
 }
 
 const TMP = '.tmp';
+/** A temporary file this old that does not parse is a failed write, not one in progress. */
+const STALE_TMP_MS = 60_000;
 
 /**
  * A directory of run records (one or two files per run, see recordFileNames). Writes are atomic
@@ -24,15 +33,28 @@ export class Journal {
 
   constructor(readonly dir: string) {}
 
+  /** Throws when the record cannot be written, or when the directory is one reap would not trust. */
   write(record: RunRecord): void {
     if (!this.made) {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      const problem = untrustedDir(this.dir);
+      if (problem) throw new Error(`state directory not trusted: ${problem}`);
       this.made = true;
     }
     const names = recordFileNames(record.runId);
     const path = join(this.dir, record.pid === null ? names.launch : names.pid);
-    writeFileSync(path + TMP, JSON.stringify(record), { mode: 0o600 });
-    renameSync(path + TMP, path);
+    try {
+      writeFileSync(path + TMP, JSON.stringify(record), { mode: 0o600 });
+      renameSync(path + TMP, path);
+    } catch (error) {
+      // A full file system leaves an empty temporary file behind: it would be listed forever.
+      try {
+        unlinkSync(path + TMP);
+      } catch {
+        // never created, or already renamed
+      }
+      throw error;
+    }
   }
 
   /** Removes every file of a run's record. */
@@ -47,36 +69,56 @@ export class Journal {
   }
 
   /**
-   * Every record file in the directory (a run's files share its runId). Unreadable, corrupt or
-   * foreign files are reported and skipped, never fatal. A temporary file left by a writer that
-   * died mid-write is returned too when it parses: it names the same run as the others.
+   * Every record file in the directory (a run's files share its runId). Untrusted, unreadable,
+   * corrupt or foreign files are reported and skipped, never fatal; so is the whole directory when
+   * it is not trusted. A temporary file left by a writer that died mid-write is returned too when
+   * it parses: it names the same run as the others.
    */
-  read(): { entries: JournalEntry[]; problems: JournalProblem[] } {
+  read(now = Date.now()): { entries: JournalEntry[]; problems: JournalProblem[] } {
     const entries: JournalEntry[] = [];
     const problems: JournalProblem[] = [];
     let names: string[];
     try {
       names = readdirSync(this.dir);
+      const untrusted = untrustedDir(this.dir);
+      if (untrusted) {
+        problems.push({
+          file: this.dir,
+          problem: `${untrusted}; no record in it is used`,
+          kind: 'untrusted',
+        });
+        return { entries, problems };
+      }
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') problems.push({ file: this.dir, problem: `cannot list the directory: ${code}` });
+      if (code !== 'ENOENT')
+        problems.push({
+          file: this.dir,
+          problem: `cannot list the directory: ${code ?? error}`,
+          kind: 'unreadable',
+        });
       return { entries, problems };
     }
     for (const file of names.sort()) {
-      if (!file.endsWith('.json') && !file.endsWith(`.json${TMP}`)) {
-        problems.push({ file, problem: 'not a procwarden record (name); left alone' });
+      const tmp = file.endsWith(`.json${TMP}`);
+      if (!file.endsWith('.json') && !tmp) {
+        problems.push({ file, problem: 'not a procwarden record (name); left alone', kind: 'invalid' });
         continue;
       }
-      let text: string;
-      try {
-        text = readFileSync(join(this.dir, file), 'utf8');
-      } catch (error) {
-        problems.push({ file, problem: `unreadable: ${(error as NodeJS.ErrnoException).code ?? error}` });
+      const read = readRecordFile(join(this.dir, file));
+      if ('untrusted' in read) {
+        problems.push({ file, problem: `${read.untrusted}; not used`, kind: 'untrusted' });
         continue;
       }
-      const parsed = parseRecord(text);
-      if (typeof parsed === 'string') problems.push({ file, problem: `${parsed}; left alone` });
-      else entries.push({ file, record: parsed });
+      if ('unreadable' in read) {
+        problems.push({ file, problem: read.unreadable, kind: 'unreadable' });
+        continue;
+      }
+      const parsed = parseRecord(read.text);
+      if (typeof parsed !== 'string') entries.push({ file, record: parsed });
+      else if (tmp && now - read.mtimeMs > STALE_TMP_MS)
+        problems.push({ file, problem: `${parsed}; a failed write's leftover`, kind: 'stale' });
+      else problems.push({ file, problem: `${parsed}; left alone`, kind: 'invalid' });
     }
     return { entries, problems };
   }

@@ -1,6 +1,6 @@
 import type { Deliverer, Guard, KillTarget } from '../kill/index.js';
 import { COOKIE_NAME } from '../spec/index.js';
-import { descendantsOf, isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
 import type { CgroupRemains } from './cgroup-remains.js';
 import type { RunRecord } from './record.js';
 
@@ -8,12 +8,15 @@ const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 
 /**
  * What remains of a run whose supervisor died, found from its record: the root while it is still
- * the same process (pid + start time), its process group while the root still leads it, the holders
- * of its cookie, the members of its cgroup, every process seen as a member before, and all their
- * descendants. A leaderless group is not trusted: after a crash its number may have been recycled.
+ * the same process (pid + start time) and proves it is the run's (it carries the run's cookie or
+ * sits in its verified cgroup, where the run had either), its process group only through that
+ * proven leader, the holders of its cookie born no earlier than the run, the members of its
+ * verified cgroup, every process seen as a member before, and all their descendants. What a
+ * record names but cannot be proven is left alone and listed in `refused`.
  */
 export class OrphanTarget implements KillTarget {
   private readonly known = new Map<string, ProcessInfo>();
+  private readonly refusedSet = new Set<string>();
 
   constructor(
     private readonly record: RunRecord,
@@ -28,27 +31,31 @@ export class OrphanTarget implements KillTarget {
     return [...this.extraNotes, ...this.deliverer.notes];
   }
 
+  /** What the record named that could not be proven the run's: left alone. */
+  get refused(): string[] {
+    return [...this.refusedSet];
+  }
+
   async members(): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
-    const list = await this.table.list();
+    const { processes: list, holders } = await this.snapshot();
     const byPid = new Map(list.map((p) => [p.pid, p]));
+    const inCgroup = new Set(this.cgroup?.pids() ?? []);
     const found = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
       if (p && !isGone(p) && !this.guard.forbidsPid(p.pid)) found.set(key(p), p);
     };
-    const { pid, pidStart, pgid, cookie } = this.record;
-    const root = pid === null ? undefined : byPid.get(pid);
-    const rootIsOurs = root !== undefined && pidStart !== null && root.startTime === pidStart;
-    if (rootIsOurs) add(root);
-    if (rootIsOurs && pgid !== null && pgid === pid) for (const p of list) if (p.pgid === pgid) add(p);
+    const root = this.provenRoot(byPid, holders, inCgroup);
+    if (root) add(root);
+    const { pgid } = this.record;
+    if (root && pgid !== null && pgid === root.pid && root.pgid === pgid)
+      for (const p of list) if (p.pgid === pgid && p.sid === root.sid) add(p);
     for (const k of this.known.values()) {
       const now = byPid.get(k.pid);
       if (now && now.startTime === k.startTime) add(now);
     }
-    if (cookie && this.table.findByEnv) {
-      for (const p of await this.table.findByEnv(COOKIE_NAME, cookie)) add(byPid.get(p));
-    }
-    if (this.cgroup) for (const p of this.cgroup.pids()) add(byPid.get(p));
+    for (const p of holders) add(byPid.get(p));
+    for (const p of inCgroup) add(byPid.get(p));
     for (const d of descendantsOf(
       list,
       [...found.values()].map((p) => p.pid),
@@ -56,6 +63,62 @@ export class OrphanTarget implements KillTarget {
       add(d);
     for (const [k, p] of found) this.known.set(k, p);
     return [...found.values()];
+  }
+
+  /**
+   * The recorded root, when it is the same process and, where the run had a cookie or a cgroup,
+   * carries that cookie or sits in that (verified) cgroup: pid and start time alone are readable
+   * by anyone in /proc, so a record could name any process with them.
+   */
+  private provenRoot(
+    byPid: Map<number, ProcessInfo>,
+    holders: Set<number>,
+    inCgroup: Set<number>,
+  ): ProcessInfo | null {
+    const { pid, pidStart, cookie, cgroupPath } = this.record;
+    const root = pid === null ? undefined : byPid.get(pid);
+    if (!root || isGone(root) || pidStart === null || root.startTime !== pidStart) return null;
+    if (cookie === null && cgroupPath === null) return root;
+    if (holders.has(root.pid) || inCgroup.has(root.pid)) return root;
+    if (this.known.has(key(root))) return root;
+    const failed = [
+      cookie !== null ? 'its environment lacks the run cookie' : '',
+      cgroupPath === null
+        ? ''
+        : this.cgroup
+          ? 'it is not in the run cgroup'
+          : 'the run cgroup is not trusted',
+    ].filter(Boolean);
+    this.refusedSet.add(
+      `pid ${root.pid} (${root.command}) has the recorded pid and start time, but ${failed.join(' and ')}: left alone, its group too`,
+    );
+    return null;
+  }
+
+  /**
+   * The table and the holders of the run's cookie born no earlier than the run (its root, or its
+   * supervisor when the root is unknown): an older process with the same value did not inherit it
+   * from the run, as a live supervisor reasons too.
+   */
+  private async snapshot(): Promise<Sweep> {
+    const { cookie, pidStart, supervisorStart } = this.record;
+    const floor = Number(pidStart ?? supervisorStart);
+    const bornAfter = (p: ProcessInfo | undefined) =>
+      p !== undefined && (!Number.isFinite(floor) || Number(p.startTime) >= floor);
+    if (!cookie) return { processes: await this.table.list(), holders: new Set(), vanished: 0 };
+    if (this.table.sweep) {
+      const firstHolder = Number.isFinite(floor) ? this.floorInfo(String(floor)) : null;
+      return this.table.sweep({ name: COOKIE_NAME, value: cookie, firstHolder });
+    }
+    const processes = await this.table.list();
+    const byPid = new Map(processes.map((p) => [p.pid, p]));
+    const found = this.table.findByEnv ? await this.table.findByEnv(COOKIE_NAME, cookie) : [];
+    return { processes, holders: new Set(found.filter((p) => bornAfter(byPid.get(p)))), vanished: 0 };
+  }
+
+  /** The sweep filters by the first holder's start time only. */
+  private floorInfo(startTime: string): ProcessInfo {
+    return { pid: this.record.pid ?? 0, ppid: 0, pgid: 0, sid: -1, startTime, state: 'S', command: '' };
   }
 
   async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {

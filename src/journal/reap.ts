@@ -29,7 +29,12 @@ export type ReapAction =
   /** The supervisor is alive: its runs are its own business. */
   | 'supervisor-alive'
   /** The supervisor is dead but members survived SIGKILL; the record stays for the next reap. */
-  | 'incomplete';
+  | 'incomplete'
+  /**
+   * The supervisor is dead, and the record names a process or cgroup reap cannot prove is the
+   * run's (see `refused`): that was left alone, the proven rest ended, the record kept.
+   */
+  | 'refused';
 
 export interface ReapedRun {
   runId: string;
@@ -45,13 +50,18 @@ export interface ReapedRun {
   escaped: number;
   cgroupPath: string | null;
   notes: string[];
+  /** What the record named but could not be proven the run's, with why: left alone. */
+  refused: string[];
 }
 
 export interface ReapReport {
   stateDir: string;
   dryRun: boolean;
   runs: ReapedRun[];
-  /** Files that are not (readable, valid) procwarden records: reported, never touched. */
+  /**
+   * Files (or the directory) that are not trusted, readable, valid procwarden records: reported,
+   * never acted on. A failed write's stale temporary file is removed (unless dry run).
+   */
   skipped: JournalProblem[];
   /** Processes still alive after reaping (sum of `escaped`). */
   survivors: number;
@@ -101,6 +111,7 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
         escaped: 0,
         cgroupPath: record.cgroupPath,
         notes: [],
+        refused: [],
       };
       try {
         if (await supervisorAlive(record)) return base;
@@ -119,6 +130,7 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
       }
     }),
   );
+  if (!dryRun) removeStaleTemporaries(journal, problems);
   return {
     stateDir,
     dryRun,
@@ -139,10 +151,11 @@ interface ReapContext {
 
 async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Promise<ReapedRun> {
   const notes: string[] = [];
+  const refusedCgroup: string[] = [];
   let cgroup: CgroupRemains | null = null;
   if (record.cgroupPath) {
-    const opened = CgroupRemains.open(record.cgroupPath);
-    if (typeof opened === 'string') notes.push(`${opened}; its members are found by pid and cookie only`);
+    const opened = CgroupRemains.forRecord({ ...record, cgroupPath: record.cgroupPath });
+    if (typeof opened === 'string') refusedCgroup.push(`${opened}: left alone`);
     else cgroup = opened;
   }
   const guard = await Guard.load(ctx.table);
@@ -150,7 +163,8 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   const target = new OrphanTarget(record, ctx.table, guard, deliverer, cgroup, notes);
   const found = await target.members();
   out.members = found.map((p) => ({ pid: p.pid, command: p.command }));
-  if (ctx.dryRun) return { ...out, action: 'would-reap', notes: [...target.notes] };
+  const refused = () => [...refusedCgroup, ...target.refused];
+  if (ctx.dryRun) return { ...out, action: 'would-reap', notes: [...target.notes], refused: refused() };
 
   let signal: NodeJS.Signals = 'SIGTERM';
   try {
@@ -166,13 +180,14 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   });
   const result: ReapedRun = {
     ...out,
-    action: report.escaped === 0 ? 'reaped' : 'incomplete',
+    action: report.escaped > 0 ? 'incomplete' : refused().length > 0 ? 'refused' : 'reaped',
     signalled: report.signalled,
     killed: report.killed,
     escaped: report.escaped,
     notes: [...report.notes],
+    refused: refused(),
   };
-  if (report.escaped > 0) return result;
+  if (result.action !== 'reaped') return result;
   const problem = cgroup?.remove();
   if (problem) result.notes.push(problem);
   else if (cgroup) {
@@ -192,6 +207,19 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
     }
   }
   return result;
+}
+
+/** Temporary files a failed write left behind (old and unparseable): nothing else will remove them. */
+function removeStaleTemporaries(journal: Journal, problems: JournalProblem[]): void {
+  for (const p of problems) {
+    if (p.kind !== 'stale') continue;
+    try {
+      journal.removeFile(p.file);
+      p.problem += '; removed';
+    } catch (error) {
+      p.problem += `; could not remove it: ${(error as NodeJS.ErrnoException).code ?? error}`;
+    }
+  }
 }
 
 /** A run's launch record, its pid record and any temporary file name the same run: one run, one reap. */

@@ -80,7 +80,13 @@ export class Supervisor {
           stateDir: this.stateDir,
           dryRun: false,
           runs: [],
-          skipped: [{ file: this.stateDir, problem: `reap failed: ${(error as Error)?.message ?? error}` }],
+          skipped: [
+            {
+              file: this.stateDir,
+              problem: `reap failed: ${(error as Error)?.message ?? error}`,
+              kind: 'unreadable',
+            },
+          ],
           survivors: 0,
         }),
       );

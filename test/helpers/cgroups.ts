@@ -29,13 +29,17 @@ function subtree(dir: string): string[] {
 
 /**
  * Every cgroup this test process's supervisors left behind: a test fails on them, after they are
- * emptied (cgroup.kill: only our runs are in there) and removed, so a failure never leaks.
+ * emptied (cgroup.kill: only our runs are in there) and removed, so a failure never leaks. With
+ * `host`, the cgroups of that (dead) host process started by this test instead: they sit beside
+ * ours and are named after its pid and start time.
  */
-export async function sweepCgroups(): Promise<string[]> {
+export async function sweepCgroups(host?: { pid: number; start: string }): Promise<string[]> {
   const parent = parentCgroup();
   if (!parent) return [];
   const base = dirname(parent);
-  const mine = readdirSync(base).filter((n) => n.startsWith(`procwarden-${process.pid}-`));
+  const mine = readdirSync(base).filter((n) =>
+    host ? n === `procwarden-${host.pid}-${host.start}` : n.startsWith(`procwarden-${process.pid}-`),
+  );
   const left: string[] = [];
   for (const name of mine) {
     const dirs = subtree(join(base, name));

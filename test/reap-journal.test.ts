@@ -1,0 +1,118 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { reap } from '../src/index.js';
+import { journalFiles } from './helpers/host.js';
+import { alive, LeakGuard, makeTmp, startTime, waitFor } from './helpers/procs.js';
+import { deadRecord } from './helpers/reap.js';
+
+// Issue 22 item 6, the journal's part: failed writes leave nothing behind, reap says when it could
+// not read the journal, and a cookie holder older than the run is not the run's.
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+const dist = join(import.meta.dirname, '..', 'dist');
+
+/** Clock ticks since boot, the unit of /proc/PID/stat's start time (USER_HZ is 100 on Linux). */
+const ticksNow = () => Math.floor(Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 100);
+
+describe('the journal on disk', () => {
+  it('a write that fails (file size limit: a full disk in miniature) leaves no temporary file', () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    // `ulimit -f 0` makes the first byte fail with EFBIG after the file was created, exactly as
+    // ENOSPC does on a full file system; the handler keeps SIGXFSZ from killing the writer.
+    const script = `
+      process.on('SIGXFSZ', () => {});
+      const { Journal } = await import(${JSON.stringify(join(dist, 'journal', 'journal.js'))});
+      const journal = new Journal(process.argv[1]);
+      try {
+        journal.write(JSON.parse(process.argv[2]));
+        console.log('written');
+      } catch (error) {
+        console.log('failed ' + error.code);
+      }`;
+    const record = JSON.parse(deadRecord('pwtestfull-1', {}));
+    const run = spawnSync(
+      '/bin/sh',
+      [
+        '-c',
+        'ulimit -f 0; exec "$0" --input-type=module -e "$1" "$2" "$3"',
+        process.execPath,
+        script,
+        stateDir,
+        JSON.stringify(record),
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(run.stdout.trim(), run.stderr).toBe('failed EFBIG');
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('reap removes an old unparseable temporary file, keeps a fresh one, and a dry run removes nothing', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const old = join(stateDir, 'pwtestfull-2.json.tmp');
+    writeFileSync(old, '', { mode: 0o600 });
+    const hourAgo = new Date(Date.now() - 3600_000);
+    utimesSync(old, hourAgo, hourAgo);
+    writeFileSync(join(stateDir, 'pwtestfull-3.json.tmp'), '', { mode: 0o600 }); // a write in progress
+    const dry = await reap({ stateDir, dryRun: true });
+    expect(dry.skipped.map((s) => [s.file, s.kind])).toEqual([
+      ['pwtestfull-2.json.tmp', 'stale'],
+      ['pwtestfull-3.json.tmp', 'invalid'],
+    ]);
+    expect(journalFiles(stateDir)).toHaveLength(2);
+    const report = await reap({ stateDir });
+    expect(report.skipped[0]?.problem).toMatch(/a failed write's leftover; removed$/);
+    expect(journalFiles(stateDir)).toEqual(['pwtestfull-3.json.tmp']);
+  });
+
+  it('`procwarden reap` exits 1 when it cannot list the state directory (ENOTDIR)', () => {
+    const file = join(leaks.trackDir(makeTmp('pw-state-')), 'a-file');
+    writeFileSync(file, 'not a directory');
+    const run = spawnSync(
+      process.execPath,
+      [join(dist, 'cli', 'main.js'), 'reap', '--state-dir', join(file, 'journal')],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(run.status, run.stdout + run.stderr).toBe(1);
+    expect(run.stdout).toMatch(/cannot list the directory: ENOTDIR/);
+    // A directory that does not exist yet is no failure: nothing was ever recorded there.
+    const none = spawnSync(
+      process.execPath,
+      [join(dist, 'cli', 'main.js'), 'reap', '--state-dir', join(file, '..', 'none')],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(none.status, none.stdout + none.stderr).toBe(0);
+  });
+
+  it('a cookie holder started before the run is not its member, as for a live supervisor', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const cookie = `pwtestdead${process.pid}-born`;
+    const env = { ...process.env, PROCWARDEN_RUN: cookie };
+    const older = spawn('sleep', ['300'], { detached: true, stdio: 'ignore', env });
+    leaks.track(older.pid);
+    const olderStart = Number(await waitFor(() => startTime(older.pid as number), { what: 'older started' }));
+    // The run's root must start on a later clock tick than the older holder.
+    await waitFor(() => ticksNow() > olderStart + 1, { what: 'a clock tick' });
+    const root = spawn('sleep', ['300'], { detached: true, stdio: 'ignore', env });
+    leaks.track(root.pid);
+    const rootStart = await waitFor(() => startTime(root.pid as number), { what: 'root started' });
+    expect(Number(rootStart)).toBeGreaterThan(olderStart);
+    const record = deadRecord(cookie, { pid: root.pid, pidStart: rootStart, pgid: root.pid, cookie });
+    writeFileSync(join(stateDir, `${cookie}.pid.json`), record);
+
+    const report = await reap({ stateDir, graceMs: 300 });
+    expect(report.runs[0]).toMatchObject({ action: 'reaped', members: [{ pid: root.pid }] });
+    await waitFor(() => !alive(root.pid as number), { what: 'root gone' });
+    expect(alive(older.pid as number)).toBe(true);
+    const gone = new Promise((resolve) => older.once('exit', resolve));
+    older.kill('SIGKILL');
+    await gone;
+  });
+});
