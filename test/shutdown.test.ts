@@ -88,6 +88,21 @@ describe('shutdown', () => {
     expect(journalFiles(stateDir)).toEqual([]);
   });
 
+  it('two supervisors, default exit: the idle one does not exit the process before the busy one is done', async () => {
+    const dir = leaks.trackDir(makeTmp('pw-host-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const host = startHost('host-two-supervisors.mjs', [dir, stateDir, 'default-exit']);
+    leaks.track(host.child.pid);
+    leaks.trackCookie(await host.line('ready'));
+    const pid = readPids(dir).get('main') as number;
+    host.child.kill('SIGTERM');
+    const { code } = await host.exited;
+    expect(code).toBe(143);
+    expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
+    expect(alive(pid)).toBe(false);
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
   it('installSignalHandlers({ signals: TERMINATING_SIGNALS }): SIGUSR2 shuts down too, exit 140', async () => {
     const dir = leaks.trackDir(makeTmp('pw-host-'));
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));

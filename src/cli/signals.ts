@@ -5,7 +5,7 @@ import { stopListening, TERMINATING_SIGNALS } from '../supervisor/index.js';
  * silently and leave the tree running. Listening also keeps SIGUSR1 from opening Node's inspector
  * in our process. Windows delivers only these three to a Node process.
  */
-export const STOP_SIGNALS: readonly NodeJS.Signals[] =
+const STOP_SIGNALS: readonly NodeJS.Signals[] =
   process.platform === 'win32' ? ['SIGINT', 'SIGTERM', 'SIGHUP'] : TERMINATING_SIGNALS;
 
 /** What a terminal sends to its foreground job: `run` passes these on as they are. */
