@@ -11,5 +11,11 @@ export {
 export { type TerminateTreeOptions, terminateTree } from './kill/index.js';
 export * from './live/index.js';
 export { parseDuration } from './spec/index.js';
-export { getDefaultSupervisor, run, type SignalHandlerOptions, Supervisor } from './supervisor/index.js';
+export {
+  getDefaultSupervisor,
+  run,
+  type SignalHandlerOptions,
+  Supervisor,
+  TERMINATING_SIGNALS,
+} from './supervisor/index.js';
 export type * from './types.js';

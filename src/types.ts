@@ -71,13 +71,22 @@ export interface RunStdin {
   end(): void;
 }
 
+export interface CancelOptions {
+  /** The graceful signal for this cancel, e.g. the SIGINT a CLI received and passes on. */
+  signal?: NodeJS.Signals | number;
+}
+
 export interface RunHandle {
   readonly id: string;
   readonly pid: number | undefined;
   readonly state: RunState;
   readonly containment: UsedContainment;
   readonly stdin: RunStdin | undefined;
-  cancel(reason?: string): void;
+  /**
+   * Ends the tree gracefully (reason 'cancelled'); idempotent, the first reason wins. With
+   * `signal`, the tree gets that signal instead of the run's `killSignal` (the grace is the same).
+   */
+  cancel(reason?: string, options?: CancelOptions): void;
   kill(): void;
   /**
    * Mode 'pty': the terminal's new size in cells (the program gets SIGWINCH); a no-op once the run

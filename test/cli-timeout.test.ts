@@ -1,9 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, symlinkSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI, type CliOptions, startCli } from './helpers/cli.js';
+import { CLI, type CliOptions, recorded, startCli, TERMINATING } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
@@ -284,18 +284,6 @@ describe('procwarden timeout: the whole tree', () => {
     process.kill(daemon, 'SIGKILL');
     await waitFor(() => !alive(daemon), { what: 'daemon gone' });
   });
-
-  it('SIGTERM to procwarden ends the tree and exits 143', async () => {
-    const dir = leaks.trackDir(makeTmp());
-    const cli = startCli(['timeout', '60', fixture('parent-exits.sh'), dir]);
-    leaks.track(cli.child.pid);
-    await waitFor(() => cli.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
-    cli.child.kill('SIGTERM');
-    const r = await cli.done;
-    expect(r.status).toBe(143);
-    expect(exists(join(dir, 'child.done'))).toBe(true);
-    expect(alive(readPids(dir).get('child') ?? 0)).toBe(false);
-  });
 });
 
 describe('procwarden timeout: the command line', () => {
@@ -317,11 +305,170 @@ describe('procwarden timeout: the command line', () => {
     expect(ok.stderr).toBe("timeout: sending signal TERM to command 'sleep'\n");
   });
 
-  it('--help and --version', async () => {
+  it("--help and --version in coreutils' shape", async () => {
     const help = await timeout(['--help']);
     expect(help.status).toBe(0);
-    expect(help.stdout.toString()).toContain('Usage: procwarden timeout [OPTION] DURATION COMMAND [ARG]...');
+    const text = help.stdout.toString();
+    expect(text.split('\n')[0]).toBe('Usage: procwarden timeout [OPTION] DURATION COMMAND [ARG]...');
+    for (const option of [
+      '--preserve-status',
+      '--foreground',
+      '-k, --kill-after=DURATION',
+      '-s, --signal=SIGNAL',
+      '-v, --verbose',
+      '--help',
+      '--version',
+    ]) {
+      expect(text).toContain(option);
+    }
+    const table = text.slice(text.indexOf('Exit status:'));
+    for (const status of ['124', '125', '126', '127', '137', '128+N', '-  '])
+      expect(table).toContain(`  ${status}`);
     const version = await timeout(['--version']);
-    expect(version.stdout.toString()).toMatch(/^timeout \(procwarden\) \d+\.\d+\.\d+\n$/);
+    expect(version.status).toBe(0);
+    const [first, second] = version.stdout.toString().split('\n');
+    expect(first).toMatch(/^timeout \(procwarden\) \d+\.\d+\.\d+$/);
+    expect(second).toMatch(/^License MIT/);
+  });
+});
+
+/** Starts `timeout ARGS` (through `script`, a `timeout` link, when given) and waits for `ready`. */
+async function startReady(args: string[], script?: string) {
+  const cli = startCli(script ? args : ['timeout', ...args], script ? { script } : {});
+  leaks.track(cli.child.pid);
+  await waitFor(() => cli.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
+  return cli;
+}
+
+function timeoutLink(): string {
+  const link = join(leaks.trackDir(makeTmp()), 'timeout');
+  symlinkSync(CLI, link);
+  return link;
+}
+
+describe('procwarden timeout: signals sent to timeout itself', () => {
+  for (const signal of TERMINATING.filter((s) => s !== 'SIGALRM')) {
+    const status = 128 + constants.signals[signal];
+    it(`${signal} is passed on to the whole tree as it is; timeout exits ${status}`, async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const cli = await startReady(['-v', '60', fixture('record-signals.sh'), dir]);
+      cli.child.kill(signal);
+      const r = await cli.done;
+      expect(r.status).toBe(status);
+      const own = r.stderr.split('\n').filter((l) => l.startsWith('procwarden timeout'));
+      expect(own).toEqual([
+        `procwarden timeout: sending signal ${signal.slice(3)} to command '${fixture('record-signals.sh')}'`,
+      ]);
+      expect(r.stderr).not.toContain('Debugger listening');
+      expect(recorded(dir)).toEqual({ parent: [signal.slice(3)], child: [signal.slice(3)] });
+      expect(alive(readPids(dir).get('child') ?? 0)).toBe(false);
+    });
+  }
+
+  it('SIGALRM is the timer firing: the -s signal to the tree, exit 124', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const cli = await startReady(['-s', 'USR2', '60', fixture('record-signals.sh'), dir], undefined);
+    cli.child.kill('SIGALRM');
+    const r = await cli.done;
+    expect(r.status).toBe(124);
+    expect(recorded(dir)).toEqual({ parent: ['USR2'], child: ['USR2'] });
+  });
+
+  it('-k after a passed-on signal: SIGKILL when the tree stays; a second signal: SIGKILL at once', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const cli = await startReady(['-v', '-k', '0.5', '60', fixture('record-signals.sh'), dir, 'stay']);
+    cli.child.kill('SIGHUP');
+    const r = await cli.done;
+    expect(r.status).toBe(129);
+    expect(r.stderr).toContain('sending signal HUP to command');
+    expect(r.stderr).toContain('sending signal KILL to command');
+    expect(recorded(dir)).toEqual({ parent: ['HUP'], child: ['HUP'] });
+
+    const dir2 = leaks.trackDir(makeTmp());
+    const cli2 = await startReady(['60', fixture('record-signals.sh'), dir2, 'stay']);
+    cli2.child.kill('SIGINT');
+    await waitFor(() => recorded(dir2).child.length > 0, { what: 'the child got SIGINT' });
+    const t = Date.now();
+    cli2.child.kill('SIGINT');
+    const r2 = await cli2.done;
+    expect(r2.status).toBe(130);
+    expect(Date.now() - t).toBeLessThan(10_000);
+    expect(alive(readPids(dir2).get('child') ?? 0)).toBe(false);
+  });
+
+  it('cascaded: timeout -sALRM 30 timeout -sUSR1 25 CMD, SIGALRM to the outer one: 124 within seconds', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const inner = [process.execPath, timeoutLink(), '-s', 'USR1', '25', fixture('record-signals.sh'), dir];
+    const cli = await startReady(['-s', 'ALRM', '30', ...inner]);
+    const t = Date.now();
+    cli.child.kill('SIGALRM');
+    const r = await cli.done;
+    expect(r.status).toBe(124);
+    expect(Date.now() - t).toBeLessThan(20_000);
+    // The command got ALRM from the outer one (the whole tree) and maybe USR1 from the inner one.
+    expect(recorded(dir).parent[0]).toMatch(/^(ALRM|USR1)$/);
+    expect(alive(readPids(dir).get('child') ?? 0)).toBe(false);
+  });
+});
+
+describe("procwarden timeout: the cases coreutils' own tests check", () => {
+  it('-s 0 sends nothing, then SIGKILL after -k: 137, verbose lines "signal 0" and "signal KILL"', async () => {
+    const link = timeoutLink();
+    for (const extra of [[], ['--foreground']]) {
+      const cli = startCli(['-v', ...extra, '-s0', '-k1', '.1', 'sleep', '10'], { script: link });
+      leaks.track(cli.child.pid);
+      const r = await cli.done;
+      expect(r.status).toBe(137);
+      expect(r.stderr).toBe(
+        "timeout: sending signal 0 to command 'sleep'\ntimeout: sending signal KILL to command 'sleep'\n",
+      );
+    }
+    expect((await timeout(['-s', 'EXIT', '-k', '0.2', '0.1', 'sleep', '10'])).status).toBe(137);
+  });
+
+  it('-s 0 without -k: the command runs to its end, then 124', async () => {
+    expect((await timeout(['-s0', '0.1', 'sh', '-c', 'sleep 0.5; exit 3'])).status).toBe(124);
+  });
+
+  it('a closed stderr does not change the status (124)', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const file = join(dir, 'status');
+    for (const cli of [`${process.execPath} ${CLI} timeout`, `${process.execPath} ${timeoutLink()}`]) {
+      const r = spawnSync('sh', ['-c', `{ ${cli} -v .1 sleep 10 2>&1; echo $? > ${file}; } | :`]);
+      expect(r.status).toBe(0);
+      expect(readFileSync(file, 'utf8')).toBe('124\n');
+    }
+  });
+
+  it('a duration too small to count rounds up to the smallest interval: 124', async () => {
+    expect((await timeout(['1e-10000', 'sleep', '10'])).status).toBe(124);
+    expect((await timeout(['0.0000000001s', 'sleep', '10'])).status).toBe(124);
+  });
+
+  it('durations too large to count mean no limit: the command runs (0)', async () => {
+    const link = timeoutLink();
+    for (const d of [
+      '1.18973149535723176502e+4932',
+      '4294967296',
+      '9223372036854775808d',
+      '2.34e+5d',
+      '1e400',
+    ]) {
+      const cli = startCli([d, 'sleep', '0'], { script: link });
+      leaks.track(cli.child.pid);
+      const r = await cli.done;
+      expect({ d, status: r.status, stderr: r.stderr }).toEqual({ d, status: 0, stderr: '' });
+    }
+  });
+
+  it('a negative duration of any size is invalid (125)', async () => {
+    for (const d of ['-1', '-1e-10000', '-1.18973149535723176502e+4932', '-0.5s']) {
+      const r = await timeout(['--', d, 'sleep', '0']);
+      expect(r.status).toBe(125);
+      expect(r.stderr.split('\n')[0]).toBe(`procwarden timeout: invalid time interval '${d}'`);
+    }
+    const r = await timeout(['-k', '-1', '1', 'true']);
+    expect(r.stderr.split('\n')[0]).toBe("procwarden timeout: invalid time interval '-1'");
+    expect((await timeout(['', 'true'])).status).toBe(125);
   });
 });

@@ -105,6 +105,24 @@ describe('registry', () => {
   });
 });
 
+describe('read and list: bad input gets a typed error', () => {
+  it('a cursor that is not a whole number ≥ 0, a state that does not exist: INVALID_OPTION', async () => {
+    const { sup } = supervisor();
+    const h = sup.spawn({ argv: ['sh', '-c', 'echo hello'] });
+    leaks.track(h.pid);
+    await h.result;
+    for (const since of [Number.NaN, 1.5, -1, Number.POSITIVE_INFINITY, '3' as unknown as number]) {
+      expect(() => sup.read(h.id, { since })).toThrow(expect.objectContaining({ code: 'INVALID_OPTION' }));
+    }
+    expect(sup.read(h.id, { since: 0 })).toMatchObject({ text: 'hello\n', dropped: 0 });
+    expect(sup.read(h.id)).toMatchObject({ text: 'hello\n', dropped: 0 });
+    const bogus = 'bogus' as unknown as 'exited';
+    expect(() => sup.list({ state: bogus })).toThrow(expect.objectContaining({ code: 'INVALID_OPTION' }));
+    expect(() => sup.list({ state: ['exited', bogus] })).toThrow(/"bogus" is not a run state/);
+    expect(sup.list({ state: ['exited', 'running'] })).toHaveLength(1);
+  });
+});
+
 describe('read: polling a background run', () => {
   it('returns output since a cursor, and says how much was dropped from the bounded log', async () => {
     const { sup } = supervisor({ logChars: 100 });

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Supervisor } from '../src/index.js';
+import { Supervisor, TERMINATING_SIGNALS } from '../src/index.js';
 import { journalFiles, startHost } from './helpers/host.js';
 import { alive, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
@@ -68,5 +68,51 @@ describe('shutdown', () => {
     for (const d of subs) expect(existsSync(join(d, 'cleanup.done'))).toBe(true);
     expect(pids.filter(alive)).toEqual([]);
     expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('two supervisors with installSignalHandlers (one installed twice): SIGTERM waits for both, the exit callback runs once', async () => {
+    const dir = leaks.trackDir(makeTmp('pw-host-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const host = startHost('host-two-supervisors.mjs', [dir, stateDir]);
+    leaks.track(host.child.pid);
+    leaks.trackCookie(await host.line('ready'));
+    const pid = readPids(dir).get('main') as number;
+
+    host.child.kill('SIGTERM');
+    const { code, signal } = await host.exited;
+    expect({ code, signal }).toEqual({ code: 143, signal: null });
+    // The busy supervisor's run finished its cleanup: the idle one did not end the process first.
+    expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
+    expect(host.lines.filter((l) => l.startsWith('exit '))).toEqual(['exit 143']);
+    expect(alive(pid)).toBe(false);
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('two supervisors, default exit: the idle one does not exit the process before the busy one is done', async () => {
+    const dir = leaks.trackDir(makeTmp('pw-host-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const host = startHost('host-two-supervisors.mjs', [dir, stateDir, 'default-exit']);
+    leaks.track(host.child.pid);
+    leaks.trackCookie(await host.line('ready'));
+    const pid = readPids(dir).get('main') as number;
+    host.child.kill('SIGTERM');
+    const { code } = await host.exited;
+    expect(code).toBe(143);
+    expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
+    expect(alive(pid)).toBe(false);
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('installSignalHandlers({ signals: TERMINATING_SIGNALS }): SIGUSR2 shuts down too, exit 140', async () => {
+    const dir = leaks.trackDir(makeTmp('pw-host-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const host = startHost('host-two-supervisors.mjs', [dir, stateDir, ...TERMINATING_SIGNALS]);
+    leaks.track(host.child.pid);
+    leaks.trackCookie(await host.line('ready'));
+    host.child.kill('SIGUSR2');
+    const { code } = await host.exited;
+    expect(code).toBe(140);
+    expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
+    expect(host.lines.filter((l) => l.startsWith('exit '))).toEqual(['exit 140']);
   });
 });

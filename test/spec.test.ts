@@ -80,9 +80,11 @@ describe('parseDuration', () => {
     ['1d', 86_400_000],
     ['0', 0],
     ['.5s', 500],
+    // Positive but too small for a double: the smallest interval, never "no limit".
+    ['1e-10000', 1],
   ])('%s', (text, ms) => expect(parseDuration(text)).toBe(ms));
 
-  it.each(['invalid', '42D', '-1', '', '1 2', 's'])('rejects %j', (text) => {
+  it.each(['invalid', '42D', '-1', '', '1 2', 's', '-1e-10000', '1e400'])('rejects %j', (text) => {
     expect(() => parseDuration(text)).toThrow(ProcwardenError);
   });
 });

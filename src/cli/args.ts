@@ -51,8 +51,15 @@ export function splitAtCommand(
         continue;
       }
     }
-    ours.push(arg);
-    if (takesValue(options, arg) && i + 1 < args.length) ours.push(args[++i] as string);
+    const value = takesValue(options, arg) ? args[i + 1] : undefined;
+    if (value === undefined) ours.push(arg);
+    else {
+      i++;
+      // As getopt does, the next word is the value even when it starts with a dash (`--timeout -1`
+      // is a bad duration, not a missing one); attached, parseArgs cannot mistake it for an option.
+      if (value.startsWith('-')) ours.push(`${arg}${arg.startsWith('--') ? '=' : ''}${value}`);
+      else ours.push(arg, value);
+    }
   }
   return { ours, rest: [] };
 }

@@ -40,18 +40,19 @@ export function runStatus(result: RunResult, received: NodeJS.Signals | null): n
 }
 
 /**
- * `procwarden timeout`, as timeout(1) documents it: 124 on timeout unless --preserve-status; 137
- * when the command itself had to be SIGKILLed (so a caller can tell it was forced). `timedOut`
- * comes from the caller when it ran the timer itself (--foreground).
+ * `procwarden timeout`, as timeout(1) documents it: 124 on timeout (its timer, or a SIGALRM sent to
+ * it) unless --preserve-status; 137 when the command itself had to be SIGKILLed (so a caller can
+ * tell it was forced); else 128+N when timeout was stopped by signal N. `timedOut` comes from the
+ * caller, which runs the timer.
  */
 export function timeoutStatus(
   result: RunResult,
   received: NodeJS.Signals | null,
   preserve: boolean,
-  timedOut = result.timedOut,
+  timedOut: boolean,
 ): number {
-  if (received) return bySignal(received);
   if (result.reason === 'spawn-error') return spawnErrorStatus(result.error?.code);
-  if (timedOut && result.exitSignal !== 'SIGKILL' && !preserve) return EXIT_TIMED_OUT;
+  if (timedOut) return result.exitSignal !== 'SIGKILL' && !preserve ? EXIT_TIMED_OUT : commandStatus(result);
+  if (received) return bySignal(received);
   return commandStatus(result);
 }

@@ -52,8 +52,10 @@ SIG is a name or number: TERM, SIGINT, 9.
 When procwarden stops the command (or ends what it left behind), one line on stderr says so:
   procwarden: timed out after 30 s; SIGTERM to 3 processes; no SIGKILL needed; all gone in 12 ms
 
-Ctrl-C (SIGINT), SIGTERM or SIGHUP sent to procwarden stop the command the same graceful way;
-a second one sends SIGKILL at once.
+A signal sent to procwarden (INT, TERM, HUP, QUIT, ALRM, USR1, USR2, PIPE, XCPU, XFSZ, VTALRM,
+PROF) stops the command the same graceful way, then procwarden exits 128+N. The terminal's own
+signals (INT, QUIT, HUP) reach the tree as they are; the others become --signal. A second signal
+sends SIGKILL at once.
 
 Exit status:
   124      a timeout (--timeout or --idle-timeout) stopped the command
@@ -70,41 +72,58 @@ Examples:
 `;
 
 export const TIMEOUT_HELP = `Usage: procwarden timeout [OPTION] DURATION COMMAND [ARG]...
+  or:  procwarden timeout [OPTION]
   or:  timeout [OPTION] DURATION COMMAND [ARG]...   (through a link named timeout)
+Start COMMAND; if it is still running after DURATION, signal it and its whole process tree.
 
-A drop-in replacement for coreutils timeout(1): start COMMAND, and signal it if it is still
-running after DURATION. The difference: the signal reaches COMMAND's whole process tree,
-including descendants that left its process group with setsid or a double fork.
+A drop-in replacement for coreutils timeout(1) that also reaches the descendants that left
+COMMAND's process group (setsid, a double fork).
 
-Options:
-      --preserve-status  exit with the same status as COMMAND, even when it times out
-      --foreground       let COMMAND read from the TTY and get TTY signals; in this mode
-                         only COMMAND itself is signalled, not its children (as in timeout(1))
+Mandatory arguments to long options are mandatory for short options too.
+      --preserve-status
+                 exit with COMMAND's own status, even when it timed out
+      --foreground
+                 let COMMAND read from the TTY and get TTY signals; in this mode
+                   only COMMAND itself is signalled, not its children
   -k, --kill-after=DURATION
-                         also send SIGKILL if COMMAND is still running this long after the
-                         first signal
-  -s, --signal=SIGNAL    the signal to send on timeout (default TERM); a name like HUP or a number
-  -v, --verbose          say on stderr when a signal is sent
-      --help             show this help
-      --version          print the version
+                 also send SIGKILL if COMMAND is still running this long
+                   after the first signal
+  -s, --signal=SIGNAL
+                 the signal to send on timeout (default TERM): a name like
+                   HUP or a number; 0 sends nothing (then only -k acts)
+  -v, --verbose  say on stderr which signal is sent, and when
+      --help     display this help and exit
+      --version  output version information and exit
 
-DURATION is a floating point number with an optional suffix: s (seconds, the default), m
-(minutes), h (hours) or d (days); procwarden also accepts ms. 0 disables the timeout.
+DURATION is a floating point number with an optional suffix: s for seconds (the
+default), m for minutes, h for hours, d for days; procwarden also accepts ms.
+0 disables the timeout, and so does a value too large to count.
 
-Without -k, COMMAND gets as long as it needs to exit after the signal (as in timeout(1)); once
-it has exited, what is left of its tree gets SIGKILL after 5 s. Processes COMMAND leaves behind
-after exiting on its own are not touched (as in timeout(1)); use procwarden run for that.
-SIGINT, SIGTERM or SIGHUP sent to timeout itself end COMMAND's tree the same way (the -s signal,
-SIGKILL after -k), then timeout exits 128+N.
+Upon timeout, the TERM signal (or SIGNAL) goes to COMMAND's whole tree. Without -k,
+COMMAND gets as long as it needs to exit; once it has, what is left of its tree gets
+SIGKILL after 5 s. What COMMAND leaves running after exiting on its own is not touched.
+A signal sent to timeout itself (INT, TERM, HUP, QUIT, USR1...) is passed on to the
+tree as it is, followed by SIGKILL after -k; a second one sends SIGKILL at once.
+SIGALRM counts as the timer firing.
 
 Exit status:
-  124  COMMAND timed out, and --preserve-status was not given
-  125  timeout itself failed (bad option, duration or signal)
-  126  COMMAND was found but cannot be executed
-  127  COMMAND was not found
-  137  COMMAND had to be sent SIGKILL (128+9)
-  -    COMMAND's exit status otherwise (128+N when it died of signal N)
+  124    if COMMAND times out (or timeout gets SIGALRM), and --preserve-status is not given
+  125    if timeout itself fails (bad option, duration or signal)
+  126    if COMMAND is found but cannot be invoked
+  127    if COMMAND cannot be found
+  137    if COMMAND had to be sent SIGKILL (128+9)
+  128+N  if timeout itself was stopped by signal N
+  -      the exit status of COMMAND otherwise (128+N when it died of signal N)
 `;
+
+/** --version in coreutils' shape: name (package) version, then the licence. */
+export function timeoutVersion(version: string): string {
+  return `timeout (procwarden) ${version}
+License MIT: <https://opensource.org/license/mit>.
+This is free software: you are free to change and redistribute it.
+There is NO WARRANTY, to the extent permitted by law.
+`;
+}
 
 export const KILL_HELP = `Usage: procwarden kill [OPTIONS] PID...
 

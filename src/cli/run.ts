@@ -8,7 +8,7 @@ import { painter, useColour } from './colour.js';
 import { EXIT_FAILED, runStatus } from './exit-status.js';
 import { RUN_HELP } from './help.js';
 import { connectPty } from './pty-terminal.js';
-import { onStopSignals } from './signals.js';
+import { onStopSignals, TERMINAL_SIGNALS } from './signals.js';
 import { stopLine } from './stop-line.js';
 
 const OPTIONS = {
@@ -83,11 +83,14 @@ export async function runCommand(args: string[]): Promise<number> {
       EXIT_FAILED,
     );
   }
-  const timeoutMs = checked(() => (values.timeout ? parseDuration(values.timeout, '--timeout') : 0));
-  const idleTimeoutMs = checked(() =>
-    values['idle-timeout'] ? parseDuration(values['idle-timeout'], '--idle-timeout') : 0,
+  // An empty value is a bad duration (as timeout(1) says), not a missing one.
+  const timeoutMs = checked(() =>
+    values.timeout === undefined ? 0 : parseDuration(values.timeout, '--timeout'),
   );
-  const graceMs = checked(() => (values.grace ? parseDuration(values.grace, '--grace') : 5000));
+  const idleTimeoutMs = checked(() =>
+    values['idle-timeout'] === undefined ? 0 : parseDuration(values['idle-timeout'], '--idle-timeout'),
+  );
+  const graceMs = checked(() => (values.grace === undefined ? 5000 : parseDuration(values.grace, '--grace')));
   const killSignal = checked(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
   const writeJson = openJsonSink(values.json);
 
@@ -122,8 +125,11 @@ export async function runCommand(args: string[]): Promise<number> {
   let received: NodeJS.Signals | null = null;
   const stop = (signal: NodeJS.Signals, count: number) => {
     received ??= signal;
-    if (count === 1) handle.cancel(signal);
-    else handle.kill();
+    if (count > 1) handle.kill();
+    // A terminal's signals reach the tree as they are, as without procwarden in between; any other
+    // request to stop (SIGTERM, SIGUSR1, SIGALRM...) was addressed to us: the tree gets --signal.
+    else if (TERMINAL_SIGNALS.includes(signal)) handle.cancel(signal, { signal });
+    else handle.cancel(signal);
   };
   const uninstall = onStopSignals(stop);
   // Our reader went away (`procwarden run -- yes | head -1`): stop the command as the closed pipe

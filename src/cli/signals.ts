@@ -1,5 +1,15 @@
-/** The signals that ask procwarden itself to stop; each cancels the run, then we exit 128+N. */
-export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+import { stopListening, TERMINATING_SIGNALS } from '../supervisor/index.js';
+
+/**
+ * The signals that ask procwarden itself to stop: every catchable one whose default would kill us
+ * silently and leave the tree running. Listening also keeps SIGUSR1 from opening Node's inspector
+ * in our process. Windows delivers only these three to a Node process.
+ */
+const STOP_SIGNALS: readonly NodeJS.Signals[] =
+  process.platform === 'win32' ? ['SIGINT', 'SIGTERM', 'SIGHUP'] : TERMINATING_SIGNALS;
+
+/** What a terminal sends to its foreground job: `run` passes these on as they are. */
+export const TERMINAL_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGQUIT', 'SIGHUP'];
 
 /**
  * Calls `onSignal` for every stop signal procwarden receives while the run lives (with how many
@@ -7,9 +17,22 @@ export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  */
 export function onStopSignals(onSignal: (signal: NodeJS.Signals, count: number) => void): () => void {
   let count = 0;
-  const handler = (signal: NodeJS.Signals) => onSignal(signal, ++count);
+  // Our own write into a closed stdout or stderr raises SIGPIPE too (after the EPIPE error event):
+  // that one is not a request to stop. Whoever owns that stream decides what its EPIPE means.
+  let ownPipeBroke = false;
+  const onWriteError = (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') ownPipeBroke = true;
+  };
+  const handler = (signal: NodeJS.Signals) => {
+    if (signal === 'SIGPIPE' && ownPipeBroke) return;
+    onSignal(signal, ++count);
+  };
+  process.stdout.on('error', onWriteError);
+  process.stderr.on('error', onWriteError);
   for (const s of STOP_SIGNALS) process.on(s, handler);
   return () => {
-    for (const s of STOP_SIGNALS) process.off(s, handler);
+    for (const s of STOP_SIGNALS) stopListening(s, handler);
+    process.stdout.off('error', onWriteError);
+    process.stderr.off('error', onWriteError);
   };
 }

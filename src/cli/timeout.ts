@@ -1,12 +1,12 @@
 import { realClock, type TimerHandle } from '../clock.js';
 import { isProcwardenError } from '../errors.js';
-import { DEFAULT_GRACE_MS, normalizeSignal, parseDuration } from '../spec/index.js';
+import { DEFAULT_GRACE_MS, durationMs, normalizeSignal } from '../spec/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { isGone, platformTable } from '../tree/index.js';
 import type { RunHandle, RunResult } from '../types.js';
 import { parseOptions, splitAtCommand, UsageError } from './args.js';
 import { EXIT_FAILED, timeoutStatus } from './exit-status.js';
-import { TIMEOUT_HELP } from './help.js';
+import { TIMEOUT_HELP, timeoutVersion } from './help.js';
 import { onStopSignals } from './signals.js';
 import { packageVersion } from './version.js';
 
@@ -20,7 +20,6 @@ const OPTIONS = {
   version: { type: 'boolean' },
 } as const;
 
-// timeout(1) never sends SIGKILL unless -k says so: the command's own grace is unbounded.
 const UNBOUNDED_MS = Number.MAX_SAFE_INTEGER;
 const POLL_MS = 50;
 
@@ -31,17 +30,22 @@ const STRERROR: Record<string, string> = {
   EISDIR: 'Is a directory',
 };
 
-/** timeout(1)'s DURATION; 'inf' (which strtod accepts) means no limit, like 0. */
+/**
+ * timeout(1)'s DURATION in ms; 0 means no limit. 'inf' (which strtod accepts) and a number too large
+ * for a double mean no limit too; a positive number too small to count rounds up (durationMs).
+ */
 function duration(text: string): number {
   if (/^\s*inf(inity)?\s*$/i.test(text)) return 0;
-  try {
-    return parseDuration(text);
-  } catch {
-    throw new UsageError(`invalid time interval '${text}'`, EXIT_FAILED);
-  }
+  const ms = durationMs(text);
+  if (ms === null) throw new UsageError(`invalid time interval '${text}'`, EXIT_FAILED);
+  return Number.isFinite(ms) ? ms : 0;
 }
 
-function signal(text: string): NodeJS.Signals {
+/** What -s says; 0 (coreutils' "EXIT") sends nothing: only -k's SIGKILL, if any, follows. */
+type TimeoutSignal = NodeJS.Signals | 0;
+
+function signal(text: string): TimeoutSignal {
+  if (/^(0+|(sig)?exit)$/i.test(text)) return 0;
   try {
     return normalizeSignal(text);
   } catch {
@@ -49,7 +53,7 @@ function signal(text: string): NodeJS.Signals {
   }
 }
 
-const shortName = (sig: string) => sig.replace(/^SIG/, '');
+const shortName = (sig: TimeoutSignal) => (sig === 0 ? '0' : sig.replace(/^SIG/, ''));
 
 export async function timeoutCommand(args: string[], prog: string): Promise<number> {
   const { ours, rest } = splitAtCommand(args, OPTIONS);
@@ -59,36 +63,41 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     return 0;
   }
   if (values.version) {
-    process.stdout.write(`timeout (procwarden) ${packageVersion()}\n`);
+    process.stdout.write(timeoutVersion(packageVersion()));
     return 0;
   }
   const [durationText, ...argv] = rest;
   if (durationText === undefined) throw new UsageError('missing operand', EXIT_FAILED);
   const timeoutMs = duration(durationText);
   if (argv.length === 0) throw new UsageError(`missing operand after '${durationText}'`, EXIT_FAILED);
-  const killSignal = signal(values.signal ?? 'TERM');
+  const timeoutSignal = signal(values.signal ?? 'TERM');
   const killAfterMs = values['kill-after'] === undefined ? 0 : duration(values['kill-after']);
   const foreground = values.foreground === true;
+  // A closed stderr (`timeout -v ... 2>&1 | :`) loses our lines; it must not change our status.
+  process.stderr.on('error', () => {});
   const said = new Set<string>();
-  const say = (sig: string) => {
-    if (values.verbose && !said.has(sig)) {
-      said.add(sig);
-      process.stderr.write(`${prog}: sending signal ${shortName(sig)} to command '${argv[0]}'\n`);
+  const say = (sig: TimeoutSignal) => {
+    const name = shortName(sig);
+    if (values.verbose && !said.has(name)) {
+      said.add(name);
+      process.stderr.write(`${prog}: sending signal ${name} to command '${argv[0]}'\n`);
     }
   };
 
+  const supervisor = new Supervisor();
   let handle: RunHandle;
   try {
-    handle = new Supervisor().spawn({
+    handle = supervisor.spawn({
       argv,
       stdin: 'inherit',
       // The command gets our own stdout and stderr, TTY included, exactly as under timeout(1).
       output: { inherit: true },
-      killSignal,
       // --foreground keeps timeout(1)'s meaning: only the command itself is signalled (below).
       containment: foreground ? 'none' : 'auto',
-      timeoutMs: foreground ? 0 : timeoutMs,
-      graceMs: killAfterMs > 0 ? killAfterMs : UNBOUNDED_MS,
+      // Our own timer, not the run's: a SIGALRM sent to us fires it too, as in timeout(1).
+      timeoutMs: 0,
+      // timeout(1) never sends SIGKILL unless -k says so (below): the grace is unbounded.
+      graceMs: UNBOUNDED_MS,
       // Like timeout(1), what the command leaves running after exiting on its own is not ours.
       leftovers: 'keep',
     });
@@ -102,50 +111,57 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     if (ms > 0) timers.push(realClock.setTimeout(fn, ms));
   };
   const running = () => handle.state !== 'exited';
+  // Neither exited on its own nor stopped yet: a timer or signal now is what stops it.
+  const untouched = () => supervisor.get(handle.id)?.reason === null;
   const signalCommand = (sig: NodeJS.Signals) => {
     // The direct child is not reaped before its exit event, so its pid cannot have been reused.
     if (running() && handle.pid !== undefined) process.kill(handle.pid, sig);
   };
-
-  let foregroundTimedOut = false;
-  if (foreground) {
-    later(timeoutMs, () => {
-      if (!running()) return;
-      foregroundTimedOut = true;
-      say(killSignal);
-      signalCommand(killSignal);
-      later(killAfterMs, () => {
-        say('SIGKILL');
-        signalCommand('SIGKILL');
-      });
-    });
-  } else {
-    // The run's own timer fires first (it was armed first); these only narrate and bound the wait.
-    later(timeoutMs, () => {
-      if (handle.state !== 'stopping') return;
-      say(killSignal);
-      if (killAfterMs > 0) {
-        later(killAfterMs, () => {
-          if (handle.state === 'stopping') say('SIGKILL');
-        });
-      } else {
-        void killRestOnceCommandExits(handle, timers);
-      }
-    });
-  }
-
-  let received: NodeJS.Signals | null = null;
-  const uninstall = onStopSignals((sig, count) => {
-    received ??= sig;
-    if (count === 1) handle.cancel(sig);
+  const killNow = () => {
+    if (!running()) return;
+    say('SIGKILL');
+    if (foreground) signalCommand('SIGKILL');
     else handle.kill();
+  };
+
+  // The first signal, from our timer or passed on from our caller: the tree gets it (--foreground:
+  // the command only), then SIGKILL after -k; any later signal means SIGKILL now.
+  let stopping = false;
+  let timedOut = false;
+  let received: NodeJS.Signals | null = null;
+  const begin = (sig: TimeoutSignal, why: string) => {
+    stopping = true;
+    say(sig);
+    if (sig !== 0) {
+      if (foreground) signalCommand(sig);
+      else handle.cancel(why, { signal: sig });
+    }
+    if (killAfterMs > 0) later(killAfterMs, killNow);
+    else if (!foreground && sig !== 0) void killRestOnceCommandExits(handle, timers);
+  };
+  const fire = () => {
+    if (stopping) timedOut = true;
+    else if (untouched()) {
+      timedOut = true;
+      begin(timeoutSignal, `timed out after ${durationText}`);
+    }
+  };
+  later(timeoutMs, fire);
+
+  const uninstall = onStopSignals((sig) => {
+    if (stopping) {
+      if (sig === 'SIGALRM') timedOut = true;
+      return killNow();
+    }
+    // timeout(1) runs its timer on SIGALRM: one sent from outside is the timer firing.
+    if (sig === 'SIGALRM') return fire();
+    if (!untouched()) return;
+    received = sig;
+    begin(sig, `got ${sig}`);
   });
   const result: RunResult = await handle.result;
   uninstall();
   for (const t of timers) realClock.clearTimeout(t);
-  // A busy machine can run the narrating timers after the run already ended: say it now then.
-  if (!foreground && result.timedOut) say(killSignal);
-  if (!foreground && result.timedOut && result.escalated) say('SIGKILL');
 
   if (result.reason === 'spawn-error') {
     const code = result.error?.code ?? '';
@@ -153,7 +169,6 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
       `${prog}: failed to run command '${argv[0]}': ${STRERROR[code] ?? result.error?.message}\n`,
     );
   }
-  const timedOut = foreground ? foregroundTimedOut : result.timedOut;
   return timeoutStatus(result, received, values['preserve-status'] === true, timedOut);
 }
 

@@ -3,19 +3,31 @@ import { ProcwardenError } from '../errors.js';
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
+ * The milliseconds a duration text says, before any range check: null when it is not a duration,
+ * Infinity when it is one too large for a double (timeout(1) reads such a value as "no limit").
+ * A positive text never says 0: one whose value underflows rounds up to the smallest interval our
+ * timers have, 1 ms (timeout(1) rounds up to its smallest interval the same way).
+ */
+export function durationMs(text: string, bareUnit: keyof typeof UNITS = 's'): number | null {
+  const match = /^\s*(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*(ms|s|m|h|d)?\s*$/.exec(text);
+  if (!match) return null;
+  const value =
+    Number(`${match[1]}${match[2] ? `e${match[2]}` : ''}`) * (UNITS[match[3] ?? bareUnit] ?? 1000);
+  return value === 0 && /[1-9]/.test(match[1] as string) ? 1 : value;
+}
+
+/**
  * Parses '1.5s', '200ms', '2m', '1h', '1d' or a bare number (in `bareUnit`, seconds by default,
  * as coreutils timeout does) into milliseconds.
  */
 export function parseDuration(text: string, what = 'duration', bareUnit: keyof typeof UNITS = 's'): number {
-  const match = /^\s*(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*(ms|s|m|h|d)?\s*$/.exec(text);
-  if (!match) {
+  const value = durationMs(text, bareUnit);
+  if (value === null) {
     throw new ProcwardenError(
       'INVALID_DURATION',
-      `${what}: ${JSON.stringify(text)} is not a duration; write a non-negative number with an optional unit (ms, s, m, h, d), e.g. 30s or 1.5m.`,
+      `${what}: ${JSON.stringify(text)} is not a duration (an invalid time interval); write a non-negative number with an optional unit (ms, s, m, h, d), e.g. 30s or 1.5m.`,
     );
   }
-  const value =
-    Number(`${match[1]}${match[2] ? `e${match[2]}` : ''}`) * (UNITS[match[3] ?? bareUnit] ?? 1000);
   return checkDuration(value, what);
 }
 

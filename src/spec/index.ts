@@ -1,4 +1,4 @@
-export { checkDuration, parseDuration } from './duration.js';
+export { checkDuration, durationMs, parseDuration } from './duration.js';
 export {
   COOKIE_NAME,
   checkPtyCells,

@@ -4,9 +4,10 @@ import { ProcwardenError } from '../errors.js';
 import { type SendSignal, terminate } from '../kill/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
-import { checkPtyCells, type NormalSpec } from '../spec/index.js';
+import { checkPtyCells, type NormalSpec, normalizeSignal } from '../spec/index.js';
 import type { ProcessTable } from '../tree/index.js';
 import type {
+  CancelOptions,
   RunHandle,
   RunReason,
   RunResult,
@@ -166,8 +167,12 @@ export class ManagedRun implements RunHandle {
     if (this.spec.noOutputTimeoutMs > 0) this.armSilence(this.spec.noOutputTimeoutMs);
   }
 
-  cancel(reason?: string): void {
-    this.stop('cancelled', reason);
+  cancel(reason?: string, options: CancelOptions = {}): void {
+    this.stop(
+      'cancelled',
+      reason,
+      options.signal === undefined ? undefined : normalizeSignal(options.signal),
+    );
   }
 
   resize(cols: number, rows: number): void {
@@ -192,12 +197,15 @@ export class ManagedRun implements RunHandle {
     this.beginTermination('SIGKILL');
   }
 
-  /** Records the reason (the first one wins) and starts the termination sequence. */
-  stop(reason: RunReason, detail?: string): void {
+  /**
+   * Records the reason (the first one wins) and starts the termination sequence with `signal`
+   * (default: the run's graceful signal).
+   */
+  stop(reason: RunReason, detail?: string, signal: NodeJS.Signals = this.spec.killSignal): void {
     if (this.reason || this.status === 'exited') return;
     this.reason = reason;
     this.detail = detail;
-    this.beginTermination(this.spec.killSignal);
+    this.beginTermination(signal);
   }
 
   private beginTermination(signal: NodeJS.Signals): void {

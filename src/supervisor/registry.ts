@@ -1,4 +1,5 @@
-import type { RunFilter, RunInfo, RunResult } from '../types.js';
+import { ProcwardenError } from '../errors.js';
+import type { RunFilter, RunInfo, RunResult, RunState } from '../types.js';
 import type { ManagedRun } from './managed-run.js';
 import type { RunLog } from './run-log.js';
 
@@ -58,7 +59,7 @@ export class RunRegistry {
   }
 
   list(filter: RunFilter = {}): RunInfo[] {
-    const states = filter.state === undefined ? null : ([] as string[]).concat(filter.state);
+    const states = filter.state === undefined ? null : checkStates(filter.state);
     const out: RunInfo[] = [];
     for (const map of [this.exited, this.live]) {
       for (const e of map.values()) {
@@ -91,4 +92,32 @@ export function describe(e: RegistryEntry): RunInfo {
     endedAt: e.endedAt,
     lastOutputAt: run.lastOutputAt,
   };
+}
+
+const STATES: readonly RunState[] = ['starting', 'running', 'stopping', 'exited'];
+
+/** A misspelt state would silently match nothing: say so instead. */
+function checkStates(state: RunState | readonly RunState[]): readonly string[] {
+  const states = ([] as string[]).concat(state);
+  for (const s of states) {
+    if (!STATES.includes(s as RunState)) {
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `list({ state }): ${JSON.stringify(s)} is not a run state; use ${STATES.join(', ')}.`,
+      );
+    }
+  }
+  return states;
+}
+
+/** A log cursor: a whole number of characters, as a previous read returned it (0: from the start). */
+export function checkCursor(since: unknown): number {
+  if (since === undefined) return 0;
+  if (typeof since !== 'number' || !Number.isSafeInteger(since) || since < 0) {
+    throw new ProcwardenError(
+      'INVALID_OPTION',
+      `read({ since }): ${String(since)} is not a cursor; pass 0 or the cursor a previous read returned.`,
+    );
+  }
+  return since;
 }

@@ -10,33 +10,125 @@ export interface Stoppable {
 export interface SignalHandlerOptions extends ShutdownOptions {
   /** Called once the shutdown is over; default process.exit. */
   exit?: (code: number) => void;
+  /** The signals that shut down (default SIGINT and SIGTERM); see TERMINATING_SIGNALS. */
+  signals?: readonly NodeJS.Signals[];
 }
 
-const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+/**
+ * Every catchable signal whose default action ends a process: what `procwarden run` and `timeout`
+ * answer by ending the tree and exiting 128 + N.
+ */
+export const TERMINATING_SIGNALS: readonly NodeJS.Signals[] = [
+  'SIGHUP',
+  'SIGINT',
+  'SIGQUIT',
+  'SIGTERM',
+  'SIGALRM',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGPIPE',
+  'SIGXCPU',
+  'SIGXFSZ',
+  'SIGVTALRM',
+  'SIGPROF',
+];
 
 /**
- * SIGINT / SIGTERM to the host: a graceful shutdown of every run, then exit with 128 + N, as a
- * shell reports death by signal N. A second signal during the shutdown ends the grace at once.
- * Returns a function that removes the handlers.
+ * A library host keeps its other signals: SIGHUP may mean "reload", SIGUSR1 opens Node's inspector,
+ * and a SIGPIPE listener would turn every write to a closed socket into a shutdown.
+ */
+const DEFAULT_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
+
+const defaultExit = (code: number) => process.exit(code);
+
+/** Node ignores these in its own process; removing the last listener would make them kill it. */
+const IGNORED_BY_NODE: readonly string[] = ['SIGPIPE', 'SIGXFSZ'];
+const stayIgnored = () => {};
+
+/** process.off for a signal listener, leaving the signal as harmless as Node had made it. */
+export function stopListening(signal: NodeJS.Signals, handler: (signal: NodeJS.Signals) => void): void {
+  if (IGNORED_BY_NODE.includes(signal) && !process.listeners(signal).includes(stayIgnored)) {
+    process.on(signal, stayIgnored);
+  }
+  process.off(signal, handler);
+}
+
+interface Installed {
+  target: Stoppable;
+  options: SignalHandlerOptions;
+}
+
+/**
+ * The handlers of every supervisor in this process. Signals belong to the process, so one shutdown
+ * must wait for every supervisor before anything exits; the state hangs off `process` under a
+ * registered symbol so that two copies of procwarden loaded in one process share it too.
+ */
+class ProcessSignals {
+  private readonly installed = new Set<Installed>();
+  private readonly listening = new Map<NodeJS.Signals, () => void>();
+  private stopping = false;
+
+  add(entry: Installed): () => void {
+    this.installed.add(entry);
+    this.listen();
+    return () => {
+      this.installed.delete(entry);
+      this.listen();
+    };
+  }
+
+  /** Listens to exactly the signals some installed entry asked for. */
+  private listen(): void {
+    const wanted = new Set<NodeJS.Signals>();
+    for (const { options } of this.installed)
+      for (const s of options.signals ?? DEFAULT_SIGNALS) wanted.add(s);
+    for (const [signal, handler] of this.listening) {
+      if (wanted.has(signal)) continue;
+      stopListening(signal, handler);
+      this.listening.delete(signal);
+    }
+    for (const signal of wanted) {
+      if (this.listening.has(signal)) continue;
+      const handler = () => this.received(signal);
+      process.on(signal, handler);
+      this.listening.set(signal, handler);
+    }
+  }
+
+  private received(signal: NodeJS.Signals): void {
+    const entries = [...this.installed];
+    if (this.stopping) {
+      for (const { target } of entries) target.killAll();
+      return;
+    }
+    this.stopping = true;
+    const code = 128 + (constants.signals[signal] ?? 0);
+    const shutdowns = entries.map(({ target, options }) =>
+      target.shutdown(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+    );
+    // Each distinct exit callback once, after every supervisor's trees are gone.
+    const exits = new Set(entries.map(({ options }) => options.exit ?? defaultExit));
+    void Promise.allSettled(shutdowns).then(() => {
+      // A custom callback may leave the process running: the next signal is a new shutdown.
+      this.stopping = false;
+      for (const exit of exits) exit(code);
+    });
+  }
+}
+
+const KEY = Symbol.for('procwarden.processSignals');
+
+function processSignals(): ProcessSignals {
+  const holder = process as unknown as Record<symbol, ProcessSignals | undefined>;
+  holder[KEY] ??= new ProcessSignals();
+  return holder[KEY];
+}
+
+/**
+ * SIGINT / SIGTERM (or `options.signals`) to the host: a graceful shutdown of every supervisor that
+ * installed handlers, then exit with 128 + N, as a shell reports death by signal N. A second signal
+ * during the shutdown ends every grace at once. Returns a function that removes the handlers.
  */
 export function installSignalHandlers(target: Stoppable, options: SignalHandlerOptions = {}): () => void {
-  const exit = options.exit ?? ((code: number) => process.exit(code));
-  let stopping = false;
-  const handlers = SIGNALS.map((signal) => {
-    const handler = () => {
-      if (stopping) {
-        target.killAll();
-        return;
-      }
-      stopping = true;
-      const code = 128 + (constants.signals[signal] ?? 0);
-      const done = () => exit(code);
-      target.shutdown(options.graceMs === undefined ? {} : { graceMs: options.graceMs }).then(done, done);
-    };
-    process.on(signal, handler);
-    return [signal, handler] as const;
-  });
-  return () => {
-    for (const [signal, handler] of handlers) process.off(signal, handler);
-  };
+  return processSignals().add({ target, options });
 }

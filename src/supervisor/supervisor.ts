@@ -21,7 +21,7 @@ import type {
 import { RunJournal } from './journaling.js';
 import { killLiveRunsNow } from './last-resort.js';
 import { ManagedRun } from './managed-run.js';
-import { DEFAULT_MAX_EXITED, describe, type RegistryEntry, RunRegistry } from './registry.js';
+import { checkCursor, DEFAULT_MAX_EXITED, describe, type RegistryEntry, RunRegistry } from './registry.js';
 import { RunLog } from './run-log.js';
 import { cancelRuns } from './scopes.js';
 import { installSignalHandlers, type SignalHandlerOptions } from './signals.js';
@@ -174,7 +174,7 @@ export class Supervisor {
       reason: info.reason,
       exitCode: info.exitCode,
       exitSignal: info.exitSignal,
-      ...entry.log.read(options.since ?? 0),
+      ...entry.log.read(checkCursor(options.since)),
     };
   }
 
@@ -204,7 +204,8 @@ export class Supervisor {
   }
 
   /**
-   * Opt-in: SIGINT / SIGTERM to this process run `shutdown`, then the process exits with 128 + N.
+   * Opt-in: SIGINT / SIGTERM (or `options.signals`) to this process run `shutdown` of every
+   * supervisor that installed handlers; once all are over, the process exits with 128 + N.
    * Returns a function that removes the handlers.
    */
   installSignalHandlers(options: SignalHandlerOptions = {}): () => void {

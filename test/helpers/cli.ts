@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -55,4 +56,34 @@ export function startCli(args: string[], options: CliOptions = {}) {
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   return startCli(args, options).done;
+}
+
+/** Every catchable signal whose default action ends a process (issue 12: each must end the tree). */
+export const TERMINATING = [
+  'SIGHUP',
+  'SIGINT',
+  'SIGQUIT',
+  'SIGTERM',
+  'SIGALRM',
+  'SIGUSR1',
+  'SIGUSR2',
+  'SIGPIPE',
+  'SIGXCPU',
+  'SIGXFSZ',
+  'SIGVTALRM',
+  'SIGPROF',
+] as const;
+
+/** What fixtures/record-signals.sh wrote: the signals its parent and its child got, in order. */
+export function recorded(dir: string): { parent: string[]; child: string[] } {
+  const read = (who: string) => {
+    try {
+      return readFileSync(join(dir, `${who}.sig`), 'utf8')
+        .split('\n')
+        .filter(Boolean);
+    } catch {
+      return [];
+    }
+  };
+  return { parent: read('parent'), child: read('child') };
 }
