@@ -351,8 +351,10 @@ function liveSpec(spec: RunSpec, onOutput: (text: string, stream: StreamName) =>
     output: {
       ...spec.output,
       onData: (text, stream) => {
-        userOnData?.(text, stream);
+        const held = userOnData?.(text, stream);
         onOutput(text, stream);
+        // Passed through: a promise it returns is the caller's backpressure.
+        return held;
       },
     },
   };

@@ -13,6 +13,9 @@ export interface PtyProcess {
   readonly onExit: (listener: (e: { exitCode: number; signal?: number }) => void) => PtyDisposable;
   write(data: string | Buffer): void;
   resize(cols: number, rows: number): void;
+  /** Stop and restart reading the terminal (node-pty's socket): how a slow consumer holds the command. */
+  pause?(): void;
+  resume?(): void;
   /** The master's file descriptor (Unix; not in node-pty's typings). */
   readonly fd?: number;
   /**

@@ -47,8 +47,15 @@ export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
     // node-pty rethrows terminal errors other than EIO when nobody else listens; the exit event
     // still follows, and a terminal error must never take the host down.
     term.on?.('error', () => {});
+    const resume = () => {
+      if (!closed) term.resume?.();
+    };
     const emit = (data: Buffer | string) => {
-      if (!released) events.output('pty', typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+      if (released) return;
+      const behind = events.output('pty', typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+      if (!behind || !term.pause) return;
+      term.pause();
+      behind.then(resume, resume);
     };
     term.onData(emit);
     // Runs before node-pty closes the master: what libuv left unread is still there to read.
@@ -76,6 +83,8 @@ export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
       outputDone,
       releaseOutput() {
         released = true;
+        // Read on (and drop) what a slow consumer left unread, so the terminal can reach its end.
+        resume();
       },
       resize(cols, rows) {
         if (closed) return;

@@ -62,6 +62,8 @@ export class ManagedRun implements RunHandle {
   private silenceTimer: TimerHandle | undefined;
   private lastOutputTick: number;
   private readonly onAbort = () => this.stop('aborted', abortDetail(this.spec.signal));
+  /** Set while the drain waits for a slow consumer after a natural end: cancel/kill stop that wait. */
+  private stopWaiting: (() => void) | undefined;
 
   constructor(
     readonly id: string,
@@ -183,6 +185,7 @@ export class ManagedRun implements RunHandle {
   }
 
   kill(): void {
+    this.quitWaiting();
     if (this.status === 'exited') return;
     if (!this.reason) {
       this.reason = 'cancelled';
@@ -194,10 +197,17 @@ export class ManagedRun implements RunHandle {
 
   /** Records the reason (the first one wins) and starts the termination sequence. */
   stop(reason: RunReason, detail?: string): void {
+    this.quitWaiting();
     if (this.reason || this.status === 'exited') return;
     this.reason = reason;
     this.detail = detail;
     this.beginTermination(this.spec.killSignal);
+  }
+
+  private quitWaiting(): void {
+    const quit = this.stopWaiting;
+    this.stopWaiting = undefined;
+    quit?.();
   }
 
   private beginTermination(signal: NodeJS.Signals): void {
@@ -224,15 +234,17 @@ export class ManagedRun implements RunHandle {
     );
   }
 
-  private onOutput(stream: StreamName, chunk: Buffer): void {
+  private onOutput(stream: StreamName, chunk: Buffer): Promise<void> | undefined {
     this.lastOutputTick = this.deps.clock.now();
     this.lastOutputAt = Date.now();
-    this.output.push(stream, chunk);
+    return this.output.push(stream, chunk);
   }
 
   /** Re-armed lazily: a timer per output chunk would cost more than the output itself. */
   private armSilence(ms: number): void {
     this.silenceTimer = this.deps.clock.setTimeout(() => {
+      // A command blocked on a pipe our consumer does not empty is not silent: it waits for us.
+      if (this.output.behind) this.lastOutputTick = this.deps.clock.now();
       const quiet = this.deps.clock.now() - this.lastOutputTick;
       const left = this.spec.noOutputTimeoutMs - quiet;
       if (left > 0) this.armSilence(left);
@@ -271,7 +283,7 @@ export class ManagedRun implements RunHandle {
         // The sequence can end before Node has reaped the child; the exit event follows shortly.
         if (!this.exit) await Promise.race([this.exited, sleep(clock, this.spec.drainMs)]);
         if (this.launched) {
-          await Promise.race([this.launched.outputDone, sleep(clock, this.spec.drainMs)]);
+          await this.drainOutput(this.launched);
           this.launched.releaseOutput();
         }
       }
@@ -279,6 +291,34 @@ export class ManagedRun implements RunHandle {
       this.notes.push(`internal error while settling: ${(error as Error)?.stack ?? error}`);
     }
     this.finish(report);
+  }
+
+  /**
+   * Waits for the pipes to end, at most the drain window: a leftover holding them open must not
+   * hold the run. A consumer that is behind when the window closes is waited for only when the run
+   * ended on its own and its tree is gone (what is left in the pipes is finite, and a slow reader
+   * such as a pager must get all of it); a run procwarden stopped, or a later cancel(), drops it.
+   */
+  private async drainOutput(launched: Launched): Promise<void> {
+    const { clock } = this.deps;
+    const ended = launched.outputDone.then(() => true);
+    const givenUp = new Promise<boolean>((resolve) => {
+      this.stopWaiting = () => resolve(false);
+    });
+    for (;;) {
+      const window = sleep(clock, this.spec.drainMs).then(() => false);
+      if (await Promise.race([ended, window, givenUp])) return;
+      if (!this.output.behind) return;
+      const natural = this.reason === 'exit' || this.reason === 'signal';
+      const treeGone = this.leftovers === 0 || this.termination !== undefined;
+      if (!natural || !treeGone || this.stopWaiting === undefined) {
+        this.notes.push(
+          'output: a consumer was still behind when the drain window closed; what the pipes still held was dropped',
+        );
+        return;
+      }
+      if (await Promise.race([ended, this.output.caughtUp().then(() => false), givenUp])) return;
+    }
   }
 
   private async handleLeftovers(): Promise<void> {
@@ -291,8 +331,20 @@ export class ManagedRun implements RunHandle {
     if (this.status === 'exited') return;
     this.clearTimers();
     this.spec.signal?.removeEventListener('abort', this.onAbort);
-    this.output.finish();
     this.status = 'exited';
+    const flushing = this.output.finish();
+    if (!flushing) {
+      this.complete(report);
+      return;
+    }
+    // The file sink's last writes get the drain window too; a reader that stalls past it loses them.
+    Promise.race([flushing, sleep(this.deps.clock, this.spec.drainMs)]).then(() => {
+      this.output.abandon();
+      this.complete(report);
+    });
+  }
+
+  private complete(report: TerminateReport | null): void {
     const reason = this.reason ?? 'exit';
     const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? [])];
     const result: RunResult = {
