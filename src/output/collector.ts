@@ -21,6 +21,7 @@ export class OutputCollector {
   private readonly file: FileSink | undefined;
   private finished = false;
   private pending = 0;
+  private receivedBytes = 0;
   private caughtUpWaiters: (() => void)[] = [];
   readonly notes: string[] = [];
 
@@ -31,6 +32,7 @@ export class OutputCollector {
   /** Hands the chunk to every consumer; a promise while any of them is not ready for more. */
   push(stream: StreamName, chunk: Buffer): Promise<void> | undefined {
     if (this.finished) return undefined;
+    this.receivedBytes += chunk.length;
     this.capture(stream).push(chunk);
     const waits: PromiseLike<void>[] = [];
     const file = this.file?.write(chunk);
@@ -46,6 +48,11 @@ export class OutputCollector {
       this.emit(decoder.write(chunk), stream, waits);
     }
     return waits.length > 0 ? this.hold(waits) : undefined;
+  }
+
+  /** Bytes handed to the consumers so far, all streams. */
+  get received(): number {
+    return this.receivedBytes;
   }
 
   /** Some consumer has not yet taken a chunk it was given. */

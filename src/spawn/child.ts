@@ -62,14 +62,22 @@ export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: La
  * Node stops reading the fd once its small buffer is full, the pipe fills and the command blocks.
  */
 function readPaced(stream: Readable, name: StreamName, events: LaunchEvents): void {
-  const resume = () => {
+  let held = false;
+  const release = () => {
+    held = false;
     if (!stream.destroyed) stream.resume();
   };
+  // node:child_process resumes the child's stdio when the child exits (flushStdio): a stream held
+  // for a slow consumer must stay paused, or the rest of the pipe floods in at once.
+  stream.on('resume', () => {
+    if (held) stream.pause();
+  });
   stream.on('data', (chunk: Buffer) => {
     const behind = events.output(name, chunk);
     if (!behind) return;
+    held = true;
     stream.pause();
-    behind.then(resume, resume);
+    behind.then(release, release);
   });
 }
 

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { ProcwardenError } from '../errors.js';
-import type { ContainmentMode, OutputOptions, PtyOptions, RunMode, RunSpec, StreamName } from '../types.js';
+import type { ContainmentMode, OutputOptions, PtyOptions, RunMode, RunSpec } from '../types.js';
 import { checkDuration } from './duration.js';
 import { normalizeSignal } from './signals.js';
 

@@ -301,24 +301,35 @@ export class ManagedRun implements RunHandle {
    */
   private async drainOutput(launched: Launched): Promise<void> {
     const { clock } = this.deps;
-    const ended = launched.outputDone.then(() => true);
-    const givenUp = new Promise<boolean>((resolve) => {
-      this.stopWaiting = () => resolve(false);
+    let ended = false;
+    const end = launched.outputDone.then(() => {
+      ended = true;
+    });
+    const givenUp = new Promise<void>((resolve) => {
+      this.stopWaiting = resolve;
     });
     for (;;) {
-      const window = sleep(clock, this.spec.drainMs).then(() => false);
-      if (await Promise.race([ended, window, givenUp])) return;
-      if (!this.output.behind) return;
-      const natural = this.reason === 'exit' || this.reason === 'signal';
-      const treeGone = this.leftovers === 0 || this.termination !== undefined;
-      if (!natural || !treeGone || this.stopWaiting === undefined) {
-        this.notes.push(
-          'output: a consumer was still behind when the drain window closed; what the pipes still held was dropped',
-        );
+      const before = this.output.received;
+      await Promise.race([end, sleep(clock, this.spec.drainMs), givenUp]);
+      // Nothing read and nobody behind: the pipes are merely held open; let them go.
+      if (!ended && !this.output.behind && this.output.received === before) return;
+      if (!this.waitsForConsumer()) {
+        if (!ended && this.output.behind)
+          this.notes.push(
+            'output: a consumer was still behind when the drain window closed; what the pipes still held was dropped',
+          );
         return;
       }
-      if (await Promise.race([ended, this.output.caughtUp().then(() => false), givenUp])) return;
+      await Promise.race([this.output.caughtUp(), givenUp]);
+      if (ended) return;
     }
+  }
+
+  /** A run that ended on its own, whose tree is gone: its remaining output is finite, wait for it. */
+  private waitsForConsumer(): boolean {
+    const natural = this.reason === 'exit' || this.reason === 'signal';
+    const treeGone = this.leftovers === 0 || this.termination !== undefined;
+    return natural && treeGone && this.stopWaiting !== undefined;
   }
 
   private async handleLeftovers(): Promise<void> {
