@@ -75,6 +75,29 @@ describe('backpressure: a library consumer', () => {
     expect(r.stdout.bytes).toBe(bytes);
   });
 
+  it('in PTY mode too: a pending promise stops reading the terminal', async () => {
+    const stall = gate();
+    let calls = 0;
+    const run = sup.spawn({
+      argv: ['yes'],
+      mode: 'pty',
+      output: {
+        maxBytes: 0,
+        onBytes: () => {
+          calls++;
+          return calls === 1 ? stall.opened : undefined;
+        },
+      },
+    });
+    await waitFor(() => calls >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(calls).toBe(1);
+    stall.open();
+    await waitFor(() => calls > 10);
+    run.cancel();
+    expect((await run.result).reason).toBe('cancelled');
+  });
+
   it('a consumer that never catches up does not keep a cancelled run from ending', async () => {
     let calls = 0;
     const run = sup.spawn({
