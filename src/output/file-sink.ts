@@ -61,7 +61,10 @@ export class FileSink {
     const stream = this.stream;
     if (!stream) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      stream.once('close', () => resolve());
+      stream.once('close', () => {
+        if (this.stream === stream) this.stream = null;
+        resolve();
+      });
       stream.end();
     });
   }
@@ -69,7 +72,9 @@ export class FileSink {
   /** Gives up on what is still queued (the reader stalled past the drain window). */
   abandon(): void {
     if (!this.stream) return;
-    this.fail(`the reader did not take the last ${this.stream.writableLength} bytes within the drain window`);
+    this.fail(
+      `not finished writing within the drain window after the run ended (the reader stalled); the last ${this.stream.writableLength} bytes queued were dropped`,
+    );
   }
 
   private fail(why: string): void {
