@@ -208,11 +208,10 @@ describe('backpressure: the file sink', () => {
   it('a regular file gets every byte before result resolves, and no note', async () => {
     const dir = leaks.trackDir(makeTmp());
     const file = join(dir, 'out.log');
-    const r = await sup.spawn({
-      argv: ['sh', '-c', 'seq 1 100000; exec sleep 30'],
-      timeoutMs: 500,
-      output: { file },
-    }).result;
+    // The background sleeper is a leftover: ending it gives the result a report (notes).
+    const r = await sup.spawn({ argv: ['sh', '-c', 'seq 1 100000; sleep 30 & exit 0'], output: { file } })
+      .result;
+    expect(r.tree.leftovers).toBe(1);
     expect(readFileSync(file).length).toBe(r.stdout.bytes);
     expect(r.stdout.bytes).toBe(588_895);
     expect((r.tree.report?.notes ?? []).filter((n) => n.startsWith('output'))).toEqual([]);

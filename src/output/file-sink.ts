@@ -56,10 +56,10 @@ export class FileSink {
     return this.waiting;
   }
 
-  /** Ends the file; resolves once everything queued is written (or the sink failed). */
-  finish(): Promise<void> {
+  /** Ends the file; a promise that resolves once everything queued is written (or the sink failed). */
+  finish(): Promise<void> | undefined {
     const stream = this.stream;
-    if (!stream) return Promise.resolve();
+    if (!stream) return undefined;
     return new Promise<void>((resolve) => {
       stream.once('close', () => {
         if (this.stream === stream) this.stream = null;

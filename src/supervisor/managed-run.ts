@@ -300,7 +300,6 @@ export class ManagedRun implements RunHandle {
    * such as a pager must get all of it); a run procwarden stopped, or a later cancel(), drops it.
    */
   private async drainOutput(launched: Launched): Promise<void> {
-    const { clock } = this.deps;
     let ended = false;
     const end = launched.outputDone.then(() => {
       ended = true;
@@ -310,7 +309,7 @@ export class ManagedRun implements RunHandle {
     });
     for (;;) {
       const before = this.output.received;
-      await Promise.race([end, sleep(clock, this.spec.drainMs), givenUp]);
+      await this.within(Promise.race([end, givenUp]), this.spec.drainMs);
       // Nothing read and nobody behind: the pipes are merely held open; let them go.
       if (!ended && !this.output.behind && this.output.received === before) return;
       if (!this.waitsForConsumer()) {
@@ -322,6 +321,20 @@ export class ManagedRun implements RunHandle {
       }
       await Promise.race([this.output.caughtUp(), givenUp]);
       if (ended) return;
+    }
+  }
+
+  /** Waits for `promise`, at most `ms`; the timer does not outlive the wait. */
+  private async within(promise: Promise<unknown>, ms: number): Promise<void> {
+    const { clock } = this.deps;
+    let timer: TimerHandle | undefined;
+    const limit = new Promise<void>((resolve) => {
+      timer = clock.setTimeout(resolve, ms);
+    });
+    try {
+      await Promise.race([promise, limit]);
+    } finally {
+      clock.clearTimeout(timer);
     }
   }
 
@@ -349,7 +362,7 @@ export class ManagedRun implements RunHandle {
       return;
     }
     // The file sink's last writes get the drain window too; a reader that stalls past it loses them.
-    Promise.race([flushing, sleep(this.deps.clock, this.spec.drainMs)]).then(() => {
+    this.within(flushing, this.spec.drainMs).then(() => {
       this.output.abandon();
       this.complete(report);
     });
