@@ -100,8 +100,10 @@ describe('backpressure: a library consumer', () => {
 
   it('a consumer that never catches up does not keep a cancelled run from ending', async () => {
     let calls = 0;
+    // seq blocks on its full pipe: when the tree is ended, output is still unread (none of it
+    // would be dropped, and no note said, had the pipe been empty at the end).
     const run = sup.spawn({
-      argv: ['yes'],
+      argv: ['seq', '1', '10000000'],
       drainMs: 200,
       output: {
         onBytes: () => {
