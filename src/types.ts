@@ -20,11 +20,23 @@ export type RunState = 'starting' | 'running' | 'stopping' | 'exited';
 export interface OutputOptions {
   /** Bytes captured per stream; head and tail are kept beyond it. Default 1 MiB. 0 captures nothing. */
   maxBytes?: number;
-  /** Every decoded chunk, as it arrives. UTF-8 sequences split across chunks decode whole. */
+  /**
+   * Every decoded chunk, as it arrives. UTF-8 sequences split across chunks decode whole.
+   * Returning a promise (an async function) applies backpressure, as for onBytes.
+   */
   onData?: (text: string, stream: StreamName) => void;
-  /** A path that receives every byte of stdout and stderr (appended in arrival order). */
+  /**
+   * A path that receives every byte of stdout and stderr (appended in arrival order), written
+   * asynchronously: a slow or stalled reader (a FIFO, a pipe) pauses the command, never the host.
+   */
   file?: string;
-  /** Every raw chunk, as it arrives, before any decoding: for byte-exact pass-through. */
+  /**
+   * Every raw chunk, as it arrives, before any decoding: for byte-exact pass-through. Returning a
+   * promise (an async function, or one that awaits a writable's 'drain') means "not ready for
+   * more": procwarden reads no
+   * more of that stream until it settles, so the command blocks on its full pipe. A rejection is
+   * noted in the result and reading resumes.
+   */
   onBytes?: (chunk: Uint8Array, stream: StreamName) => void;
   /**
    * Give the command the caller's own stdout and stderr instead of pipes (it sees a TTY if the

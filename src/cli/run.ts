@@ -66,6 +66,22 @@ function openJsonSink(target: string | undefined): ((text: string) => void) | nu
   };
 }
 
+/** Writes a chunk; a promise while the stream is full, settled by 'drain' (or its end). */
+function passOn(out: NodeJS.WriteStream, chunk: Uint8Array): Promise<void> | undefined {
+  if (out.write(chunk)) return undefined;
+  return new Promise((resolve) => {
+    const done = () => {
+      out.off('drain', done);
+      out.off('error', done);
+      out.off('close', done);
+      resolve();
+    };
+    out.on('drain', done);
+    out.on('error', done);
+    out.on('close', done);
+  });
+}
+
 export async function runCommand(args: string[]): Promise<number> {
   const { ours, rest } = splitAtCommand(args, OPTIONS, ['json']);
   const { values } = parseOptions(ours, OPTIONS, EXIT_FAILED);
@@ -110,12 +126,12 @@ export async function runCommand(args: string[]): Promise<number> {
     containment: containment as ContainmentMode,
     leftovers: values['keep-leftovers'] ? 'keep' : 'kill',
     output: {
-      // Capture only feeds --json; pass-through is the raw bytes, written synchronously (on Linux
-      // stdout writes to pipes and files block), so a slow reader slows the command, not our memory.
+      // Capture only feeds --json; pass-through is the raw bytes. A reader slower than the command
+      // holds it: while our stdout (or stderr) is full, the command's pipe is not read.
       maxBytes: writeJson ? undefined : 0,
       onBytes: (chunk, stream) => {
-        if (stream === 'stderr') process.stderr.write(chunk);
-        else if (stdoutOpen) process.stdout.write(chunk);
+        if (stream === 'stderr') return passOn(process.stderr, chunk);
+        if (stdoutOpen) return passOn(process.stdout, chunk);
       },
     },
   };

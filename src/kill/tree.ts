@@ -83,15 +83,23 @@ export async function terminateTree(
   }
   const deliverer = new Deliverer(table, guard, options.send);
   const known = new Map<string, ProcessInfo>([[key(root), root]]);
+  // Everything alive at the first scan: what appears later, in a group or session a member leads,
+  // was started by a member while it ended.
+  let baseline: Set<string> | undefined;
 
   const target: KillTarget = {
     notes: deliverer.notes,
     async members() {
       await guard.refresh(table);
       const list = await table.list();
+      baseline ??= new Set(list.map(key));
       const byPid = new Map(list.map((p) => [p.pid, p]));
       const roots: number[] = [];
       for (const k of known.values()) if (byPid.get(k.pid)?.startTime === k.startTime) roots.push(k.pid);
+      for (const late of lateForks(list, baseline, known)) {
+        known.set(key(late), late);
+        roots.push(late.pid);
+      }
       for (const d of descendantsOf(list, roots)) known.set(key(d), d);
       const out: ProcessInfo[] = [];
       for (const k of known.values()) {
@@ -108,5 +116,36 @@ export async function terminateTree(
       return reached;
     },
   };
-  return terminate(target, { signal, graceMs, clock, table });
+  const report = await terminate(target, { signal, graceMs, clock, table });
+  if (report.signalled > 0) report.notes.push(UNVERIFIED_LATE_FORKS);
+  return report;
+}
+
+/**
+ * Said whenever a tree procwarden did not start was signalled: without a cookie or a cgroup, a
+ * process a member started while ending and that left the tree at once (`( cmd & )` re-parents it
+ * to init) is found only through a process group or session a member leads; one that also left
+ * those cannot be seen, so a clean end is not proven.
+ */
+export const UNVERIFIED_LATE_FORKS =
+  'late forks not verifiable: procwarden did not start this tree (no cookie, no cgroup); processes a member started while ending were looked for in the process groups and sessions the members lead, and one that left those too cannot be seen';
+
+/**
+ * Processes started since the first scan (not in `baseline`) whose process group or session is led
+ * by a known member: a re-parented fork keeps the group and session of the member that made it.
+ * The kernel does not hand out a pid still in use as a group or session id, so the leader is ours.
+ */
+function lateForks(
+  list: ProcessInfo[],
+  baseline: Set<string>,
+  known: Map<string, ProcessInfo>,
+): ProcessInfo[] {
+  const leaders = new Set([...known.values()].map((k) => k.pid));
+  return list.filter(
+    (p) =>
+      !baseline.has(key(p)) &&
+      !known.has(key(p)) &&
+      (leaders.has(p.pgid) || leaders.has(p.sid)) &&
+      !isGone(p),
+  );
 }

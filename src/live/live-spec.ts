@@ -34,7 +34,8 @@ export function liveSpec(spec: RunSpec, onOutput: (text: string, stream: StreamN
       // run's notes by the output collector) must not blind the session's events and turn timers.
       onData: (text, stream) => {
         onOutput(text, stream);
-        userOnData?.(text, stream);
+        // Passed through: a promise it returns is the caller's backpressure.
+        return userOnData?.(text, stream);
       },
     },
   };

@@ -1,77 +1,85 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
-import { ProcwardenError } from '../errors.js';
-import type { StreamCapture, StreamName } from '../types.js';
+import type { OutputOptions, StreamCapture, StreamName } from '../types.js';
 import { BoundedCapture } from './capture.js';
+import { FileSink } from './file-sink.js';
 
 export interface CollectorOptions {
   maxBytes: number;
-  onData: ((text: string, stream: StreamName) => void) | undefined;
-  onBytes?: ((chunk: Uint8Array, stream: StreamName) => void) | undefined;
+  onData: OutputOptions['onData'];
+  onBytes?: OutputOptions['onBytes'];
   file: string | undefined;
 }
 
 /**
  * Everything a run's output goes through: one UTF-8 decoder per stream for onData (a character
- * split across chunks decodes whole), bounded capture, and the optional file sink.
+ * split across chunks decodes whole), bounded capture, and the optional file sink. `push` says
+ * when a consumer is behind (a promise), so that the launcher can stop reading: backpressure.
  */
 export class OutputCollector {
   private readonly captures = new Map<StreamName, BoundedCapture>();
   private readonly decoders = new Map<StreamName, StringDecoder>();
-  private fd: number | null = null;
+  private readonly file: FileSink | undefined;
   private finished = false;
+  private pending = 0;
+  private receivedBytes = 0;
+  private caughtUpWaiters: (() => void)[] = [];
   readonly notes: string[] = [];
 
   constructor(private readonly options: CollectorOptions) {
-    if (options.file !== undefined) {
-      try {
-        this.fd = openSync(options.file, 'w');
-      } catch (error) {
-        throw new ProcwardenError(
-          'INVALID_OPTION',
-          `output.file ${JSON.stringify(options.file)} cannot be opened for writing (${(error as NodeJS.ErrnoException).code}); check that its directory exists and is writable.`,
-        );
-      }
-    }
+    if (options.file !== undefined) this.file = new FileSink(options.file, (text) => this.notes.push(text));
   }
 
-  push(stream: StreamName, chunk: Buffer): void {
-    if (this.finished) return;
+  /** Hands the chunk to every consumer; a promise while any of them is not ready for more. */
+  push(stream: StreamName, chunk: Buffer): Promise<void> | undefined {
+    if (this.finished) return undefined;
+    this.receivedBytes += chunk.length;
     this.capture(stream).push(chunk);
-    if (this.fd !== null) {
-      try {
-        writeSync(this.fd, chunk);
-      } catch (error) {
-        this.notes.push(
-          `output.file: write failed (${(error as NodeJS.ErrnoException).code}); later output not written`,
-        );
-        this.closeFile();
-      }
-    }
-    if (this.options.onBytes) {
-      try {
-        this.options.onBytes(chunk, stream);
-      } catch (error) {
-        if (this.notes.length < 10)
-          this.notes.push(`output.onBytes threw: ${(error as Error)?.message ?? error}`);
-      }
-    }
+    const waits: PromiseLike<void>[] = [];
+    const file = this.file?.write(chunk);
+    if (file) waits.push(file);
+    const { onBytes } = this.options;
+    if (onBytes) this.call('onBytes', () => onBytes(chunk, stream), waits);
     if (this.options.onData) {
       let decoder = this.decoders.get(stream);
       if (!decoder) {
         decoder = new StringDecoder('utf8');
         this.decoders.set(stream, decoder);
       }
-      this.emit(decoder.write(chunk), stream);
+      this.emit(decoder.write(chunk), stream, waits);
     }
+    return waits.length > 0 ? this.hold(waits) : undefined;
   }
 
-  /** Flushes decoders and the file; after this, output is ignored. */
-  finish(): void {
-    if (this.finished) return;
+  /** Bytes handed to the consumers so far, all streams. */
+  get received(): number {
+    return this.receivedBytes;
+  }
+
+  /** Some consumer has not yet taken a chunk it was given. */
+  get behind(): boolean {
+    return this.pending > 0;
+  }
+
+  /** Resolves when no consumer is behind. */
+  caughtUp(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve) => this.caughtUpWaiters.push(resolve));
+  }
+
+  /**
+   * Flushes decoders and ends the file; after this, output is ignored. Returns a promise while the
+   * file still has queued bytes to write.
+   */
+  finish(): Promise<void> | undefined {
+    if (this.finished) return undefined;
     this.finished = true;
-    for (const [stream, decoder] of this.decoders) this.emit(decoder.end(), stream);
-    this.closeFile();
+    for (const [stream, decoder] of this.decoders) this.emit(decoder.end(), stream, []);
+    return this.file?.finish();
+  }
+
+  /** Drops what the file sink still queues (its reader stalled past the drain window), with a note. */
+  abandon(): void {
+    this.file?.abandon();
   }
 
   result(stream: StreamName): StreamCapture {
@@ -87,24 +95,40 @@ export class OutputCollector {
     return c;
   }
 
-  private emit(text: string, stream: StreamName): void {
-    if (text === '' || !this.options.onData) return;
+  private hold(waits: PromiseLike<void>[]): Promise<void> {
+    this.pending++;
+    return Promise.all(waits).then(() => {
+      this.pending--;
+      if (this.pending > 0) return;
+      for (const wake of this.caughtUpWaiters.splice(0)) wake();
+    });
+  }
+
+  private emit(text: string, stream: StreamName, waits: PromiseLike<void>[]): void {
+    const { onData } = this.options;
+    if (text === '' || !onData) return;
+    this.call('onData', () => onData(text, stream), waits);
+  }
+
+  /** Runs a user callback; a thrown error or rejected promise becomes a note, never our failure. */
+  private call(name: string, callback: () => unknown, waits: PromiseLike<void>[]): void {
     try {
-      this.options.onData(text, stream);
+      const returned = callback();
+      if (isThenable(returned))
+        waits.push(
+          Promise.resolve(returned).then(undefined, (error) => this.fault(`output.${name} rejected`, error)),
+        );
     } catch (error) {
       // A throwing callback must not take the host down nor stop the run's bookkeeping.
-      if (this.notes.length < 10)
-        this.notes.push(`output.onData threw: ${(error as Error)?.message ?? error}`);
+      this.fault(`output.${name} threw`, error);
     }
   }
 
-  private closeFile(): void {
-    if (this.fd === null) return;
-    try {
-      closeSync(this.fd);
-    } catch {
-      // already closed by the kernel on error; nothing left to flush
-    }
-    this.fd = null;
+  private fault(what: string, error: unknown): void {
+    if (this.notes.length < 10) this.notes.push(`${what}: ${(error as Error)?.message ?? error}`);
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import type { LaunchPlan } from '../containment/index.js';
-import type { RunStdin } from '../types.js';
+import type { RunStdin, StreamName } from '../types.js';
 import type { LaunchEvents, Launched, LaunchOptions } from './types.js';
 
 /** Launches through node:child_process with pipes for stdout and stderr. */
@@ -33,8 +33,8 @@ export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: La
   });
 
   const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
-  child.stdout?.on('data', (chunk: Buffer) => events.output('stdout', chunk));
-  child.stderr?.on('data', (chunk: Buffer) => events.output('stderr', chunk));
+  if (child.stdout) readPaced(child.stdout, 'stdout', events);
+  if (child.stderr) readPaced(child.stderr, 'stderr', events);
   const outputDone = Promise.all(
     streams.map((s) => new Promise<void>((resolve) => s.once('close', () => resolve()))),
   ).then(() => undefined);
@@ -55,6 +55,30 @@ export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: La
     },
     kill: (signal) => child.kill(signal),
   };
+}
+
+/**
+ * Reads a pipe as fast as its consumers take it: while they are behind, the stream is paused, so
+ * Node stops reading the fd once its small buffer is full, the pipe fills and the command blocks.
+ */
+function readPaced(stream: Readable, name: StreamName, events: LaunchEvents): void {
+  let held = false;
+  const release = () => {
+    held = false;
+    if (!stream.destroyed) stream.resume();
+  };
+  // node:child_process resumes the child's stdio when the child exits (flushStdio): a stream held
+  // for a slow consumer must stay paused, or the rest of the pipe floods in at once.
+  stream.on('resume', () => {
+    if (held) stream.pause();
+  });
+  stream.on('data', (chunk: Buffer) => {
+    const behind = events.output(name, chunk);
+    if (!behind) return;
+    held = true;
+    stream.pause();
+    behind.then(release, release);
+  });
 }
 
 function wrapStdin(stream: Writable): RunStdin {

@@ -13,6 +13,9 @@ export interface PtyProcess {
   readonly onExit: (listener: (e: { exitCode: number; signal?: number }) => void) => PtyDisposable;
   write(data: string | Buffer): void;
   resize(cols: number, rows: number): void;
+  /** Stop and restart reading the terminal: how a slow consumer holds the command. */
+  pause?(): void;
+  resume?(): void;
   /** node-pty's socket-level events (not in its typings): taking 'error' is how it expects errors to be handled. */
   on?(event: 'error', listener: (error?: Error) => void): void;
 }

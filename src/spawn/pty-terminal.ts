@@ -3,7 +3,8 @@ import type { PtyOptions } from '../types.js';
 
 /** What the terminal reports to its launcher. */
 export interface PtyCallbacks {
-  data(chunk: Buffer): void;
+  /** A returned promise holds the reading (a slow consumer): the command blocks on a full terminal. */
+  data(chunk: Buffer): PromiseLike<void> | undefined;
   /** The command's exit status has been collected (its output may still be draining). */
   exit(code: number | null, signal: NodeJS.Signals | null): void;
 }

@@ -74,7 +74,15 @@ export function openUnixTerminal(
 
   const master = new ReadStream(forked.fd);
   const outputDone = new Promise<void>((resolve) => master.once('close', () => resolve()));
-  master.on('data', (chunk: Buffer) => on.data(chunk));
+  const resume = () => {
+    if (!master.destroyed) master.resume();
+  };
+  master.on('data', (chunk: Buffer) => {
+    const behind = on.data(chunk);
+    if (!behind) return;
+    master.pause();
+    behind.then(resume, resume);
+  });
   // libuv takes POLLHUP after a short read as EOF while the master can still hold the tail of the
   // output (tens of kilobytes of a fast writer): read what is left before the stream closes it.
   master.on('end', () => {

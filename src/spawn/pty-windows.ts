@@ -30,7 +30,15 @@ export function openConpty(
   // node-pty rethrows terminal errors when nobody else listens; the exit event still follows, and
   // a terminal error must never take the host down.
   term.on?.('error', () => {});
-  term.onData((data) => on.data(typeof data === 'string' ? Buffer.from(data, 'utf8') : data));
+  const resume = () => {
+    if (!closed) term.resume?.();
+  };
+  term.onData((data) => {
+    const behind = on.data(typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+    if (!behind || !term.pause) return;
+    term.pause();
+    behind.then(resume, resume);
+  });
   term.onExit(({ exitCode }) => {
     closed = true;
     ended();

@@ -33,7 +33,8 @@ export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
     let exited = false;
     const term = driver.open(plan, launch.pty, {
       data(chunk) {
-        if (!released) events.output('pty', chunk);
+        // A promise means a consumer is behind: the driver stops reading the terminal until it settles.
+        return released ? undefined : events.output('pty', chunk);
       },
       exit(code, signal) {
         exited = true;

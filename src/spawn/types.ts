@@ -2,7 +2,11 @@ import type { LaunchPlan } from '../containment/index.js';
 import type { PtyOptions, RunStdin, StreamName } from '../types.js';
 
 export interface LaunchEvents {
-  output(stream: StreamName, chunk: Buffer): void;
+  /**
+   * A chunk of output. A returned promise means the consumers are behind: the launcher stops
+   * reading that stream until it settles, so the command's pipe fills and the command blocks.
+   */
+  output(stream: StreamName, chunk: Buffer): PromiseLike<void> | undefined;
   /** The command has a pid and is running. */
   spawned(): void;
   /** The direct child exited (its output may still be draining). */

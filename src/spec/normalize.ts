@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { ProcwardenError } from '../errors.js';
-import type { ContainmentMode, OutputOptions, PtyOptions, RunMode, RunSpec, StreamName } from '../types.js';
+import type { ContainmentMode, OutputOptions, PtyOptions, RunMode, RunSpec } from '../types.js';
 import { checkDuration } from './duration.js';
 import { normalizeSignal } from './signals.js';
 
@@ -29,8 +29,8 @@ export interface NormalSpec {
   scope: string | undefined;
   replaceScope: boolean;
   maxBytes: number;
-  onData: ((text: string, stream: StreamName) => void) | undefined;
-  onBytes: ((chunk: Uint8Array, stream: StreamName) => void) | undefined;
+  onData: OutputOptions['onData'];
+  onBytes: OutputOptions['onBytes'];
   file: string | undefined;
   /** stdout and stderr are the caller's own (not piped). */
   inheritOutput: boolean;

@@ -63,6 +63,8 @@ export class ManagedRun implements RunHandle {
   private silenceTimer: TimerHandle | undefined;
   private lastOutputTick: number;
   private readonly onAbort = () => this.stop('aborted', abortDetail(this.spec.signal));
+  /** Set while the drain waits for a slow consumer after a natural end: cancel/kill stop that wait. */
+  private stopWaiting: (() => void) | undefined;
 
   constructor(
     readonly id: string,
@@ -188,6 +190,7 @@ export class ManagedRun implements RunHandle {
   }
 
   kill(): void {
+    this.quitWaiting();
     if (this.status === 'exited') return;
     if (!this.reason) {
       this.reason = 'cancelled';
@@ -202,10 +205,17 @@ export class ManagedRun implements RunHandle {
    * (default: the run's graceful signal).
    */
   stop(reason: RunReason, detail?: string, signal: NodeJS.Signals = this.spec.killSignal): void {
+    this.quitWaiting();
     if (this.reason || this.status === 'exited') return;
     this.reason = reason;
     this.detail = detail;
     this.beginTermination(signal);
+  }
+
+  private quitWaiting(): void {
+    const quit = this.stopWaiting;
+    this.stopWaiting = undefined;
+    quit?.();
   }
 
   private beginTermination(signal: NodeJS.Signals): void {
@@ -232,15 +242,17 @@ export class ManagedRun implements RunHandle {
     );
   }
 
-  private onOutput(stream: StreamName, chunk: Buffer): void {
+  private onOutput(stream: StreamName, chunk: Buffer): Promise<void> | undefined {
     this.lastOutputTick = this.deps.clock.now();
     this.lastOutputAt = Date.now();
-    this.output.push(stream, chunk);
+    return this.output.push(stream, chunk);
   }
 
   /** Re-armed lazily: a timer per output chunk would cost more than the output itself. */
   private armSilence(ms: number): void {
     this.silenceTimer = this.deps.clock.setTimeout(() => {
+      // A command blocked on a pipe our consumer does not empty is not silent: it waits for us.
+      if (this.output.behind) this.lastOutputTick = this.deps.clock.now();
       const quiet = this.deps.clock.now() - this.lastOutputTick;
       const left = this.spec.noOutputTimeoutMs - quiet;
       if (left > 0) this.armSilence(left);
@@ -279,7 +291,7 @@ export class ManagedRun implements RunHandle {
         // The sequence can end before Node has reaped the child; the exit event follows shortly.
         if (!this.exit) await Promise.race([this.exited, sleep(clock, this.spec.drainMs)]);
         if (this.launched) {
-          await Promise.race([this.launched.outputDone, sleep(clock, this.spec.drainMs)]);
+          await this.drainOutput(this.launched);
           this.launched.releaseOutput();
         }
       }
@@ -287,6 +299,58 @@ export class ManagedRun implements RunHandle {
       this.notes.push(`internal error while settling: ${(error as Error)?.stack ?? error}`);
     }
     this.finish(report);
+  }
+
+  /**
+   * Waits for the pipes to end, at most the drain window: a leftover holding them open must not
+   * hold the run. A consumer that is behind when the window closes is waited for only when the run
+   * ended on its own and its tree is gone (what is left in the pipes is finite, and a slow reader
+   * such as a pager must get all of it); a run procwarden stopped, or a later cancel(), drops it.
+   */
+  private async drainOutput(launched: Launched): Promise<void> {
+    let ended = false;
+    const end = launched.outputDone.then(() => {
+      ended = true;
+    });
+    const givenUp = new Promise<void>((resolve) => {
+      this.stopWaiting = resolve;
+    });
+    for (;;) {
+      const before = this.output.received;
+      await this.within(Promise.race([end, givenUp]), this.spec.drainMs);
+      // Nothing read and nobody behind: the pipes are merely held open; let them go.
+      if (!ended && !this.output.behind && this.output.received === before) return;
+      if (!this.waitsForConsumer()) {
+        if (!ended && this.output.behind)
+          this.notes.push(
+            'output: a consumer was still behind when the drain window closed; what the pipes still held was dropped',
+          );
+        return;
+      }
+      await Promise.race([this.output.caughtUp(), givenUp]);
+      if (ended) return;
+    }
+  }
+
+  /** Waits for `promise`, at most `ms`; the timer does not outlive the wait. */
+  private async within(promise: Promise<unknown>, ms: number): Promise<void> {
+    const { clock } = this.deps;
+    let timer: TimerHandle | undefined;
+    const limit = new Promise<void>((resolve) => {
+      timer = clock.setTimeout(resolve, ms);
+    });
+    try {
+      await Promise.race([promise, limit]);
+    } finally {
+      clock.clearTimeout(timer);
+    }
+  }
+
+  /** A run that ended on its own, whose tree is gone: its remaining output is finite, wait for it. */
+  private waitsForConsumer(): boolean {
+    const natural = this.reason === 'exit' || this.reason === 'signal';
+    const treeGone = this.leftovers === 0 || this.termination !== undefined;
+    return natural && treeGone && this.stopWaiting !== undefined;
   }
 
   private async handleLeftovers(): Promise<void> {
@@ -299,8 +363,20 @@ export class ManagedRun implements RunHandle {
     if (this.status === 'exited') return;
     this.clearTimers();
     this.spec.signal?.removeEventListener('abort', this.onAbort);
-    this.output.finish();
     this.status = 'exited';
+    const flushing = this.output.finish();
+    if (!flushing) {
+      this.complete(report);
+      return;
+    }
+    // The file sink's last writes get the drain window too; a reader that stalls past it loses them.
+    this.within(flushing, this.spec.drainMs).then(() => {
+      this.output.abandon();
+      this.complete(report);
+    });
+  }
+
+  private complete(report: TerminateReport | null): void {
     const reason = this.reason ?? 'exit';
     const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? [])];
     const result: RunResult = {

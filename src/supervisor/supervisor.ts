@@ -109,7 +109,8 @@ export class Supervisor {
     const userOnData = normal.onData;
     normal.onData = (text, stream) => {
       log.push(text);
-      userOnData?.(text, stream);
+      // Passed through: a promise it returns is the caller's backpressure.
+      return userOnData?.(text, stream);
     };
     const run = new ManagedRun(id, normal, {
       clock: this.clock,

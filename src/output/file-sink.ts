@@ -1,0 +1,98 @@
+import { constants, createWriteStream, fstatSync, openSync } from 'node:fs';
+import { Socket } from 'node:net';
+import type { Writable } from 'node:stream';
+import { ProcwardenError } from '../errors.js';
+
+/**
+ * output.file: every byte, written asynchronously so that a slow reader never blocks the host.
+ * The path is opened with O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) instead of
+ * blocking in open(2). A FIFO is then written through a libuv pipe (epoll, no thread waits on a
+ * stalled reader); anything else through fs.WriteStream (the thread pool). A failure after the
+ * open is a note, never an exception: the run goes on without the file.
+ */
+export class FileSink {
+  private stream: Writable | null = null;
+  private waiting: Promise<void> | null = null;
+  private wake: () => void = () => {};
+
+  constructor(
+    private readonly path: string,
+    private readonly note: (text: string) => void,
+  ) {
+    let fd: number;
+    try {
+      fd = openSync(
+        path,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NONBLOCK,
+        0o666,
+      );
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENXIO') {
+        note(
+          `output.file ${JSON.stringify(path)} is a FIFO with no reader (ENXIO); output was not written to it`,
+        );
+        return;
+      }
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `output.file ${JSON.stringify(path)} cannot be opened for writing (${code}); check that its directory exists and is writable.`,
+      );
+    }
+    this.stream = openStream(fd);
+    this.stream.on('error', (error: NodeJS.ErrnoException) =>
+      this.fail(`write failed (${error.code ?? error.message})`),
+    );
+  }
+
+  /** Queues the chunk; a promise when the sink is behind (resolves on 'drain', or when the sink fails). */
+  write(chunk: Uint8Array): Promise<void> | undefined {
+    if (!this.stream) return undefined;
+    if (this.stream.write(chunk)) return undefined;
+    this.waiting ??= new Promise<void>((resolve) => {
+      this.wake = resolve;
+      this.stream?.once('drain', () => this.release());
+    });
+    return this.waiting;
+  }
+
+  /** Ends the file; a promise that resolves once everything queued is written (or the sink failed). */
+  finish(): Promise<void> | undefined {
+    const stream = this.stream;
+    if (!stream) return undefined;
+    return new Promise<void>((resolve) => {
+      stream.once('close', () => {
+        if (this.stream === stream) this.stream = null;
+        resolve();
+      });
+      stream.end();
+    });
+  }
+
+  /** Gives up on what is still queued (the reader stalled past the drain window). */
+  abandon(): void {
+    if (!this.stream) return;
+    this.fail(
+      `not finished writing within the drain window after the run ended (the reader stalled); the last ${this.stream.writableLength} bytes queued were dropped`,
+    );
+  }
+
+  private fail(why: string): void {
+    const stream = this.stream;
+    if (!stream) return;
+    this.note(`output.file ${JSON.stringify(this.path)}: ${why}; later output not written`);
+    this.stream = null;
+    stream.destroy();
+    this.release();
+  }
+
+  private release(): void {
+    this.waiting = null;
+    this.wake();
+  }
+}
+
+function openStream(fd: number): Writable {
+  if (fstatSync(fd).isFIFO()) return new Socket({ fd, readable: false, writable: true });
+  return createWriteStream('', { fd, autoClose: true });
+}

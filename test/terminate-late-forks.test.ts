@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { run, terminateTree } from '../src/index.js';
+import { UNVERIFIED_LATE_FORKS } from '../src/kill/tree.js';
+import { alive, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+// On SIGTERM the shell starts a sleeper through a subshell that exits at once: the sleeper is
+// re-parented to init before anyone can see it as a descendant, and writes its pid down.
+const TRAP = `trap '( sleep 30 & echo $! > "$1/late.pid" ); exit 0' TERM; echo ready; while :; do sleep 0.05; done`;
+
+/** Starts the trap script the way another program would (not through procwarden). */
+async function startForeign(detached: boolean) {
+  const dir = leaks.trackDir(makeTmp());
+  const child = spawn('sh', ['-c', TRAP, 'sh', dir], { detached, stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => {
+    out += c;
+  });
+  leaks.track(child.pid);
+  await waitFor(() => out.includes('ready'), { what: 'trap script ready' });
+  return { pid: child.pid ?? 0, dir };
+}
+
+describe('terminateTree: a member that forks in its SIGTERM handler', () => {
+  it('the late fork is found through the process group the root leads, and ended', async () => {
+    const { pid, dir } = await startForeign(true);
+    const report = await terminateTree(pid, { graceMs: 3000 });
+    const late = await waitFor(() => readPids(dir).get('late'), { what: 'the late fork' });
+    expect(alive(late)).toBe(false);
+    expect(report.escaped).toBe(0);
+    expect(report.members.map((m) => m.pid)).toContain(late);
+    expect(report.notes).toContain(UNVERIFIED_LATE_FORKS);
+  });
+
+  it('in a group it does not lead, the report says late forks could not be verified', async () => {
+    // Not detached: the root shares the test runner's process group and session, which procwarden
+    // must not claim; the sleeper is invisible, and the report must not pretend otherwise.
+    const { pid, dir } = await startForeign(false);
+    const report = await terminateTree(pid, { graceMs: 3000 });
+    expect(alive(pid)).toBe(false);
+    expect(report.notes).toContain(UNVERIFIED_LATE_FORKS);
+    // LeakGuard kills the sleeper by its pid file after the test.
+    await waitFor(() => readPids(dir).get('late'), { what: 'the late fork' });
+  });
+
+  it('under run() the same tree ends completely', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    let out = '';
+    const handle = run({
+      argv: ['sh', '-c', TRAP, 'sh', dir],
+      graceMs: 3000,
+      output: {
+        onData: (t) => {
+          out += t;
+        },
+      },
+    });
+    await waitFor(() => out.includes('ready'), { what: 'trap script ready' });
+    handle.cancel();
+    const r = await handle.result;
+    const late = await waitFor(() => readPids(dir).get('late'), { what: 'the late fork' });
+    expect(alive(late)).toBe(false);
+    expect(r.tree.escaped).toBe(0);
+    expect(r.tree.report?.notes ?? []).not.toContain(UNVERIFIED_LATE_FORKS);
+  });
+});
