@@ -31,11 +31,20 @@ function subtree(dir: string): string[] {
  * Every cgroup this test process's supervisors left behind: a test fails on them, after they are
  * emptied (cgroup.kill: only our runs are in there) and removed, so a failure never leaks.
  */
-export async function sweepCgroups(): Promise<string[]> {
+export function sweepCgroups(): Promise<string[]> {
+  return sweep(`procwarden-${process.pid}-`);
+}
+
+/** The same for the supervisors of another process (a host this test started, now dead). */
+export function hostCgroups(pid: number): Promise<string[]> {
+  return sweep(`procwarden-${pid}-`);
+}
+
+async function sweep(prefix: string): Promise<string[]> {
   const parent = parentCgroup();
   if (!parent) return [];
   const base = dirname(parent);
-  const mine = readdirSync(base).filter((n) => n.startsWith(`procwarden-${process.pid}-`));
+  const mine = readdirSync(base).filter((n) => n.startsWith(prefix));
   const left: string[] = [];
   for (const name of mine) {
     const dirs = subtree(join(base, name));
