@@ -51,7 +51,10 @@ export class Watchdog {
     }
     let child: ChildProcess;
     try {
+      // The host's NODE_OPTIONS (an --inspect port, a --require'd agent) are not the watchdog's.
+      const { NODE_OPTIONS: _, ...env } = process.env;
       child = spawn(process.execPath, [MAIN, ...toArgv(this.args)], {
+        env,
         detached: true,
         stdio: ['pipe', 'ignore', 'ignore'],
         windowsHide: true,
