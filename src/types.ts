@@ -190,6 +190,12 @@ export interface SupervisorOptions {
   journal?: boolean;
   /** Where records live. Default: PROCWARDEN_STATE_DIR, $XDG_STATE_HOME/procwarden, ~/.local/state/procwarden. */
   stateDir?: string;
+  /**
+   * Start a watchdog process with the first run: if this process dies without shutdown() (SIGKILL,
+   * OOM kill, uncaught exception, process.exit), it ends every tree still held, gracefully, from the
+   * journal. Needs the journal. Default true, unless PROCWARDEN_WATCHDOG=0 is in the environment.
+   */
+  watchdog?: boolean;
   /** Reap the orphans of dead supervisors in the background when this one is created. Default false. */
   reconcileOnStart?: boolean;
 }

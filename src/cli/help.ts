@@ -171,8 +171,9 @@ Options:
 export const REAP_HELP = `Usage: procwarden reap [OPTIONS]
 
 Every run a Supervisor starts is recorded in its journal until the run's tree is gone. When the
-supervisor dies (crash, SIGKILL, deploy), its runs keep going: reap finds the records of dead
-supervisors and ends what is left of each run (members checked by identity, escaped members found
+supervisor dies (crash, SIGKILL, deploy), its watchdog process ends its runs by itself
+(PROCWARDEN_WATCHDOG=0 turns the watchdog off). For what that could not reach, reap finds the
+records of dead supervisors and ends what is left of each run (members checked by identity, escaped members found
 by their cookie, cgroup.kill for cgroup runs), then removes the records and empty cgroups.
 Runs of supervisors that are alive are never touched. A record is used only from a directory and
 a file nobody else can write (no symlinks), and only on processes and cgroups it can prove are the

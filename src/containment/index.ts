@@ -1,9 +1,10 @@
 import { ProcwardenError } from '../errors.js';
 import { Deliverer, Guard, type SendSignal } from '../kill/index.js';
-import { isWindowsTable, type ProcessTable } from '../tree/index.js';
+import { isBlindTable, isWindowsTable, type ProcessTable } from '../tree/index.js';
 import type { ContainmentMode } from '../types.js';
 import { CgroupContainment } from './cgroup.js';
 import type { CgroupHost } from './cgroup-host.js';
+import { GroupOnlyContainment } from './group-only.js';
 import { NoContainment } from './none.js';
 import { ProcessGroupContainment } from './process-group.js';
 import type { Containment } from './types.js';
@@ -12,6 +13,7 @@ import { WindowsTreeContainment } from './windows-tree.js';
 export { CgroupContainment } from './cgroup.js';
 export { type Cgroup2Mount, locateOwnCgroup, parseMountinfo, parseOwnCgroup } from './cgroup-fs.js';
 export { CgroupHost, type CgroupHostOptions, type CgroupProbe } from './cgroup-host.js';
+export { GroupOnlyContainment } from './group-only.js';
 export { TreeMembership } from './membership.js';
 export { NoContainment } from './none.js';
 export { ProcessGroupContainment } from './process-group.js';
@@ -30,6 +32,12 @@ export interface ContainmentContext {
 
 /** Picks the strategy for a requested mode. `auto` takes the strongest one this host offers. */
 export function createContainment(mode: ContainmentMode, ctx: ContainmentContext): Containment {
+  // No trustworthy process table: only what needs none (the group, the child) holds the run.
+  if (isBlindTable(ctx.table)) {
+    const group = mode !== 'none';
+    const held = group ? 'its process group and the child handle' : 'the child handle';
+    return new GroupOnlyContainment(group, `${ctx.table.reason}: the run is held by ${held} only`);
+  }
   const guard = new Guard();
   const deliverer = new Deliverer(ctx.table, guard, ctx.send);
   // Windows has no process groups or cgroups: whatever was asked short of 'cgroup', the tree is held by identity.

@@ -13,6 +13,12 @@ export interface ReapOptions {
   dryRun?: boolean;
   /** Default: PROCWARDEN_STATE_DIR, else $XDG_STATE_HOME/procwarden, else ~/.local/state/procwarden. */
   stateDir?: string;
+  /**
+   * Only the records of this supervisor, which the caller knows is dead (its watchdog's pipe
+   * closed): they are reaped without asking the process table whether it lives, since a dying host
+   * can still look alive for a moment after its files closed. Other supervisors' records are untouched.
+   */
+  deadSupervisor?: { id: string; pid: number };
   /** Grace for every orphaned tree; default: the grace each run was started with. */
   graceMs?: number;
   /** Seams for tests and other platforms. */
@@ -79,7 +85,12 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
   const table = options.table ?? new CoalescingTable(platformTable());
   const clock = options.clock ?? realClock;
   const journal = new Journal(stateDir);
-  const { entries, problems } = journal.read();
+  const read = journal.read();
+  const dead = options.deadSupervisor;
+  const entries = dead
+    ? read.entries.filter((e) => e.record.supervisorId === dead.id && e.record.supervisorPid === dead.pid)
+    : read.entries;
+  const problems = dead ? [] : read.problems;
   const alive = new Map<string, Promise<boolean>>();
   const supervisorAlive = (r: RunRecord) => {
     const k = `${r.supervisorPid}@${r.supervisorStart}`;
@@ -114,7 +125,7 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
         refused: [],
       };
       try {
-        if (await supervisorAlive(record)) return base;
+        if (!dead && (await supervisorAlive(record))) return base;
         return await reapOne(record, base, {
           table,
           clock,
@@ -122,6 +133,7 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
           graceMs: options.graceMs,
           dryRun,
           journal,
+          supervisorDead: dead !== undefined,
         });
       } catch (error) {
         // One record's failure must not cost the others their reap; the record stays for a retry.
@@ -147,6 +159,7 @@ interface ReapContext {
   graceMs: number | undefined;
   dryRun: boolean;
   journal: Journal;
+  supervisorDead: boolean;
 }
 
 async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Promise<ReapedRun> {
@@ -195,7 +208,7 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
     const parentProblem = removeSupervisorCgroup(
       cgroup.path,
       record.supervisorPid,
-      (_pid, start) => !isGone(supervisor) && supervisor?.startTime === start,
+      (_pid, start) => !ctx.supervisorDead && !isGone(supervisor) && supervisor?.startTime === start,
     );
     if (parentProblem) result.notes.push(parentProblem);
   }

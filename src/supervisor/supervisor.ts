@@ -18,6 +18,7 @@ import type {
   ShutdownOptions,
   SupervisorOptions,
 } from '../types.js';
+import { Watchdog } from '../watchdog/launch.js';
 import { RunJournal } from './journaling.js';
 import { killLiveRunsNow } from './last-resort.js';
 import { ManagedRun } from './managed-run.js';
@@ -56,7 +57,11 @@ export class Supervisor {
   private readonly logChars: number;
   private readonly journal: RunJournal | null;
   private readonly stateDir: string;
-  private readonly onHostExit = () => killLiveRunsNow(this.registry.liveRuns());
+  private readonly watchdog: Watchdog | null;
+  /** With a watchdog alive, the host's exit is its cue: it ends the trees gracefully, not blunt. */
+  private readonly onHostExit = () => {
+    if (this.watchdog?.pid === undefined) killLiveRunsNow(this.registry.liveRuns());
+  };
   private exitHookArmed = false;
   private closing: Promise<RunResult[]> | undefined;
   private counter = 0;
@@ -73,6 +78,12 @@ export class Supervisor {
     this.stateDir = options.stateDir ?? defaultStateDir();
     this.journal =
       options.journal === false ? null : new RunJournal(new Journal(this.stateDir), this.table, this.id);
+    // The watchdog reaps from the journal: without one it would have nothing to go by.
+    const watchdog = options.watchdog ?? process.env.PROCWARDEN_WATCHDOG !== '0';
+    this.watchdog =
+      watchdog && this.journal
+        ? new Watchdog({ supervisorId: this.id, hostPid: process.pid, stateDir: this.stateDir })
+        : null;
     if (options.reconcileOnStart) {
       // Nobody may be awaiting it: it must never reject.
       this.reconciled = this.reconcileOrphans().catch(
@@ -125,6 +136,7 @@ export class Supervisor {
       normal.scope !== undefined && normal.replaceScope ? this.registry.liveInScope(normal.scope) : [];
     this.registry.add(entry);
     this.armExitHook();
+    this.watchdog?.startSoon();
     if (earlier.length === 0) this.launch(run);
     else {
       // The new run stays 'starting' until the trees it replaces are extinct.
@@ -224,9 +236,18 @@ export class Supervisor {
     });
   }
 
-  /** Journal writes that failed (those runs have no crash recovery); empty when all went well. */
+  /**
+   * What costs runs their crash recovery: journal writes that failed, a watchdog that could not
+   * start or was lost. Empty when all went well.
+   */
   get journalProblems(): readonly string[] {
-    return this.journal?.problems ?? [];
+    const problem = this.watchdog?.problem;
+    return [...(this.journal?.problems ?? []), ...(problem ? [problem] : [])];
+  }
+
+  /** The pid of this supervisor's watchdog while it runs (it starts with the first spawn). */
+  get watchdogPid(): number | undefined {
+    return this.watchdog?.pid;
   }
 
   private launch(run: ManagedRun): void {
@@ -253,6 +274,7 @@ export class Supervisor {
           }, graceMs);
     const results = await Promise.all(runs.map((r) => r.result));
     if (deadline !== undefined) this.clock.clearTimeout(deadline);
+    this.watchdog?.stop();
     return results;
   }
 

@@ -1,5 +1,7 @@
 import { ProcwardenError } from '../errors.js';
+import { BlindTable } from './blind.js';
 import { ProcfsTable } from './procfs.js';
+import { procfsProblem } from './procfs-check.js';
 import { PsTable } from './ps.js';
 import { type CommandRunner, execRunner } from './runner.js';
 import type { ProcessTable } from './types.js';
@@ -8,8 +10,10 @@ export { isWindowsTable, type WindowsSnapshot, WindowsTable, type WindowsTableOp
 
 import { WindowsTable } from './windows.js';
 
+export { BLIND_START, BlindTable, exists, isBlindTable } from './blind.js';
 export { type BatchSweepTable, CoalescingTable } from './coalescing.js';
 export { ProcfsTable, parseStat } from './procfs.js';
+export { procfsProblem } from './procfs-check.js';
 export { PsTable, parsePs } from './ps.js';
 export { ancestorsOf, descendantsOf } from './relations.js';
 export { type CommandResult, type CommandRunner, execRunner } from './runner.js';
@@ -25,7 +29,11 @@ export {
 
 type TableFactory = (runner: CommandRunner) => ProcessTable;
 
-const procfs: TableFactory = () => new ProcfsTable();
+/** A /proc that does not describe our PID namespace gives no identity at all: a blind table stands in. */
+const procfs: TableFactory = () => {
+  const problem = procfsProblem();
+  return problem ? new BlindTable(problem) : new ProcfsTable();
+};
 const ps: TableFactory = (runner) => new PsTable(runner);
 
 /** One entry per platform; a new platform is a new entry (and a new file), not a new branch. */

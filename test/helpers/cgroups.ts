@@ -33,13 +33,20 @@ function subtree(dir: string): string[] {
  * `host`, the cgroups of that (dead) host process started by this test instead: they sit beside
  * ours and are named after its pid and start time.
  */
-export async function sweepCgroups(host?: { pid: number; start: string }): Promise<string[]> {
+export function sweepCgroups(host?: { pid: number; start: string }): Promise<string[]> {
+  return sweep(host ? `procwarden-${host.pid}-${host.start}` : `procwarden-${process.pid}-`, !!host);
+}
+
+/** The same for the supervisors of another process (a host this test started, now dead). */
+export function hostCgroups(pid: number): Promise<string[]> {
+  return sweep(`procwarden-${pid}-`);
+}
+
+async function sweep(prefix: string, exact = false): Promise<string[]> {
   const parent = parentCgroup();
   if (!parent) return [];
   const base = dirname(parent);
-  const mine = readdirSync(base).filter((n) =>
-    host ? n === `procwarden-${host.pid}-${host.start}` : n.startsWith(`procwarden-${process.pid}-`),
-  );
+  const mine = readdirSync(base).filter((n) => (exact ? n === prefix : n.startsWith(prefix)));
   const left: string[] = [];
   for (const name of mine) {
     const dirs = subtree(join(base, name));

@@ -11,8 +11,11 @@ export interface Host {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function startHost(script: string, args: string[]): Host {
-  const child = spawn(process.execPath, [fixture(script), ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+export function startHost(script: string, args: string[], env: Record<string, string> = {}): Host {
+  const child = spawn(process.execPath, [fixture(script), ...args], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
+  });
   const lines: string[] = [];
   let buffer = '';
   child.stdout?.on('data', (chunk: Buffer) => {

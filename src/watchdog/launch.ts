@@ -1,0 +1,79 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { CLEAN, toArgv, type WatchdogArgs } from './protocol.js';
+
+/** The compiled watchdog script; absent when procwarden runs from its TypeScript sources. */
+const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
+
+/**
+ * The host's side of a supervisor's watchdog (see ./main.ts). Started on a later event-loop turn
+ * than the spawn that asks for it, so no spawn waits for it. It is never waited for: the child and
+ * the pipe are unref'd, and the host polls nothing. Its own session (detached) keeps it out of
+ * a signal to the host's process group. The pipe's host end is close-on-exec (libuv opens every
+ * descriptor so), and spawn passes a child only the descriptors listed in its stdio: the runs the
+ * host starts never hold it, so only the host's death closes it.
+ */
+export class Watchdog {
+  private child: ChildProcess | null = null;
+  private asked = false;
+  private stopped = false;
+  problem: string | null = null;
+
+  constructor(private readonly args: WatchdogArgs) {}
+
+  /** Its pid while it runs. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Asks for it on the next turn of the event loop; later calls cost nothing. */
+  startSoon(): void {
+    if (this.asked) return;
+    this.asked = true;
+    setImmediate(() => this.start());
+  }
+
+  /** A normal shutdown: it is told so and exits without reaping. */
+  stop(): void {
+    this.stopped = true;
+    const child = this.child;
+    this.child = null;
+    child?.stdin?.end(CLEAN);
+  }
+
+  private start(): void {
+    if (this.stopped) return;
+    if (!existsSync(MAIN)) {
+      this.problem = `no watchdog: ${MAIN} does not exist (procwarden runs from its sources?)`;
+      return;
+    }
+    let child: ChildProcess;
+    try {
+      // The host's NODE_OPTIONS (an --inspect port, a --require'd agent) are not the watchdog's.
+      const { NODE_OPTIONS: _, ...env } = process.env;
+      child = spawn(process.execPath, [MAIN, ...toArgv(this.args)], {
+        env,
+        detached: true,
+        stdio: ['pipe', 'ignore', 'ignore'],
+        windowsHide: true,
+      });
+    } catch (error) {
+      this.problem = `no watchdog: ${(error as Error).message}`;
+      return;
+    }
+    this.child = child;
+    const lost = (why: string) => {
+      if (this.child === child) {
+        this.child = null;
+        this.problem = `watchdog lost: ${why}`;
+      }
+    };
+    child.on('error', (error) => lost(error.message));
+    child.on('exit', (code, signal) => lost(`it exited (${signal ?? code})`));
+    child.stdin?.on('error', () => {}); // EPIPE when it died first: 'exit' reports that
+    child.unref();
+    (child.stdin as Socket | null)?.unref();
+  }
+}
