@@ -1,6 +1,6 @@
 import { realClock, type TimerHandle } from '../clock.js';
 import { isProcwardenError } from '../errors.js';
-import { DEFAULT_GRACE_MS, normalizeSignal, parseDuration } from '../spec/index.js';
+import { DEFAULT_GRACE_MS, normalizeSignal, parseDuration } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { isGone, platformTable } from '../tree/index.js';
 import type { RunHandle, RunResult } from '../types.js';

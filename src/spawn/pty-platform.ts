@@ -1,7 +1,7 @@
 import { accessSync, constants, readSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import type { LaunchPlan } from '../containment/index.js';
-import { signalName } from '../spec/index.js';
+import { signalName } from '../options/index.js';
 
 /**
  * Everything about a PTY that differs between Unix (a pseudo-terminal pair, forkpty + setsid) and

@@ -2,9 +2,9 @@ import { type Clock, sleep, type TimerHandle } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { ProcwardenError } from '../errors.js';
 import { type SendSignal, terminate } from '../kill/index.js';
+import { checkPtyCells, type NormalSpec } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
-import { checkPtyCells, type NormalSpec } from '../spec/index.js';
 import type { ProcessTable } from '../tree/index.js';
 import type {
   RunHandle,
