@@ -31,3 +31,19 @@ export const realClock: Clock = {
 export function sleep(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms));
 }
+
+/**
+ * Waits for `promise`, but at most `ms`. Unlike a race with `sleep`, the timer is cleared as soon
+ * as the promise settles: a pending loser would hold the event loop open for the whole `ms` after
+ * the caller's last result was in.
+ */
+export function within(clock: Clock, promise: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = clock.setTimeout(resolve, ms);
+    const done = () => {
+      clock.clearTimeout(timer);
+      resolve();
+    };
+    promise.then(done, done);
+  });
+}

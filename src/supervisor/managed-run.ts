@@ -1,4 +1,4 @@
-import { type Clock, sleep, type TimerHandle } from '../clock.js';
+import { type Clock, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { ProcwardenError } from '../errors.js';
 import { type SendSignal, terminate } from '../kill/index.js';
@@ -269,9 +269,9 @@ export class ManagedRun implements RunHandle {
         if (!this.termination && this.exit) await this.handleLeftovers();
         if (this.termination) report = await this.termination;
         // The sequence can end before Node has reaped the child; the exit event follows shortly.
-        if (!this.exit) await Promise.race([this.exited, sleep(clock, this.spec.drainMs)]);
+        if (!this.exit) await within(clock, this.exited, this.spec.drainMs);
         if (this.launched) {
-          await Promise.race([this.launched.outputDone, sleep(clock, this.spec.drainMs)]);
+          await within(clock, this.launched.outputDone, this.spec.drainMs);
           this.launched.releaseOutput();
         }
       }
