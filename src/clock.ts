@@ -15,7 +15,11 @@ export type TimerHandle = unknown;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const realClock: Clock = {
-  now: () => performance.now(),
+  // Monotonic like performance.now(), whose first use loads perf_hooks: a cost on every CLI start.
+  now: () => {
+    const [s, ns] = process.hrtime();
+    return s * 1000 + ns / 1e6;
+  },
   setTimeout: (fn, ms) => {
     const handle: { timer?: NodeJS.Timeout } = {};
     const arm = (left: number) => {
