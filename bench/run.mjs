@@ -21,7 +21,7 @@ const only = args
   .map(Number);
 const reps = quick ? 3 : 5;
 
-const FIGURES = ['spawn', 'kill-tree', 'grace', 'output', 'scale', 'sweep', 'startup'];
+const FIGURES = ['spawn', 'kill-tree', 'grace', 'output', 'scale', 'sweep', 'startup', 'tree-kill-survivors'];
 
 const machine = {
   nproc: Number(execSync('nproc').toString().trim()),

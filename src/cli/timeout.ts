@@ -170,6 +170,8 @@ async function killRestOnceCommandExits(handle: RunHandle, timers: TimerHandle[]
   const poll = async () => {
     if (handle.state === 'exited') return;
     const now = await table.get(pid);
+    // The run may have ended during the read; a timer armed now would outlive it (its timers are cleared once).
+    if (handle.state === 'exited') return;
     if (isGone(now) || now?.startTime !== first?.startTime) {
       timers.push(realClock.setTimeout(() => handle.kill(), DEFAULT_GRACE_MS));
       return;
