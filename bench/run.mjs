@@ -21,7 +21,17 @@ const only = args
   .map(Number);
 const reps = quick ? 3 : 5;
 
-const FIGURES = ['spawn', 'kill-tree', 'grace', 'output', 'scale', 'sweep', 'stalled-reader'];
+const FIGURES = [
+  'spawn',
+  'kill-tree',
+  'grace',
+  'output',
+  'scale',
+  'sweep',
+  'startup',
+  'tree-kill-survivors',
+  'stalled-reader',
+];
 
 const machine = {
   nproc: Number(execSync('nproc').toString().trim()),

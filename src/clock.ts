@@ -15,7 +15,11 @@ export type TimerHandle = unknown;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const realClock: Clock = {
-  now: () => performance.now(),
+  // Monotonic like performance.now(), whose first use loads perf_hooks: a cost on every CLI start.
+  now: () => {
+    const [s, ns] = process.hrtime();
+    return s * 1000 + ns / 1e6;
+  },
   setTimeout: (fn, ms) => {
     const handle: { timer?: NodeJS.Timeout } = {};
     const arm = (left: number) => {
@@ -30,4 +34,20 @@ export const realClock: Clock = {
 
 export function sleep(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms));
+}
+
+/**
+ * Waits for `promise`, but at most `ms`. Unlike a race with `sleep`, the timer is cleared as soon
+ * as the promise settles: a pending loser would hold the event loop open for the whole `ms` after
+ * the caller's last result was in.
+ */
+export function within(clock: Clock, promise: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = clock.setTimeout(resolve, ms);
+    const done = () => {
+      clock.clearTimeout(timer);
+      resolve();
+    };
+    promise.then(done, done);
+  });
 }

@@ -10,7 +10,7 @@ export {
 } from './journal/index.js';
 export { type TerminateTreeOptions, terminateTree } from './kill/index.js';
 export * from './live/index.js';
-export { parseDuration } from './spec/index.js';
+export { parseDuration } from './options/index.js';
 export {
   getDefaultSupervisor,
   run,

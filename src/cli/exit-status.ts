@@ -1,4 +1,4 @@
-import { signalNumber } from '../spec/index.js';
+import { signalNumber } from '../options/index.js';
 import type { RunResult } from '../types.js';
 
 /** The statuses coreutils timeout(1) made conventional; procwarden run and timeout share them. */

@@ -1,6 +1,6 @@
 import { isProcwardenError } from '../errors.js';
 import { terminateTree } from '../kill/index.js';
-import { normalizeSignal, parseDuration } from '../spec/index.js';
+import { normalizeSignal, parseDuration } from '../options/index.js';
 import type { MemberReport, TerminateReport } from '../types.js';
 import { parseOptions, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';

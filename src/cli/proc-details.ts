@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { COOKIE_NAME } from '../spec/index.js';
+import { COOKIE_NAME } from '../options/index.js';
 import type { ProcessInfo } from '../tree/index.js';
 
 /** What `procwarden tree` shows beyond the process table. One implementation per platform. */

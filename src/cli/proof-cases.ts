@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COOKIE_NAME } from '../spec/index.js';
+import { COOKIE_NAME } from '../options/index.js';
 import type { Supervisor } from '../supervisor/index.js';
 import { isGone, type ProcessTable } from '../tree/index.js';
 import type { RunHandle, RunResult, RunSpec } from '../types.js';

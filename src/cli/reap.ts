@@ -1,6 +1,6 @@
 import { isProcwardenError } from '../errors.js';
 import { type ReapedRun, type ReapReport, reap } from '../journal/index.js';
-import { parseDuration } from '../spec/index.js';
+import { parseDuration } from '../options/index.js';
 import { parseOptions, UsageError } from './args.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
 import { processes } from './format.js';

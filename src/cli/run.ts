@@ -1,6 +1,6 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { isProcwardenError } from '../errors.js';
-import { normalizeSignal, parseDuration } from '../spec/index.js';
+import { normalizeSignal, parseDuration } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import type { ContainmentMode, RunHandle, RunResult, RunSpec } from '../types.js';
 import { parseOptions, splitAtCommand, UsageError } from './args.js';

@@ -1,6 +1,6 @@
 import { realClock, type TimerHandle } from '../clock.js';
 import { isProcwardenError } from '../errors.js';
-import { DEFAULT_GRACE_MS, durationMs, normalizeSignal } from '../spec/index.js';
+import { DEFAULT_GRACE_MS, durationMs, normalizeSignal } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { isGone, platformTable } from '../tree/index.js';
 import type { RunHandle, RunResult } from '../types.js';
@@ -182,9 +182,12 @@ async function killRestOnceCommandExits(handle: RunHandle, timers: TimerHandle[]
   const pid = handle.pid;
   if (pid === undefined) return;
   const first = await table.get(pid);
+  const ended = () => handle.state === 'exited';
   const poll = async () => {
-    if (handle.state === 'exited') return;
+    if (ended()) return;
     const now = await table.get(pid);
+    // The run may have ended during the read; a timer armed now would outlive it (its timers are cleared once).
+    if (ended()) return;
     if (isGone(now) || now?.startTime !== first?.startTime) {
       timers.push(realClock.setTimeout(() => handle.kill(), DEFAULT_GRACE_MS));
       return;

@@ -1,5 +1,5 @@
 import type { Guard } from '../kill/index.js';
-import { COOKIE_NAME } from '../spec/index.js';
+import { COOKIE_NAME } from '../options/index.js';
 import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;

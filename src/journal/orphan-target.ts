@@ -1,5 +1,5 @@
 import type { Deliverer, Guard, KillTarget } from '../kill/index.js';
-import { COOKIE_NAME } from '../spec/index.js';
+import { COOKIE_NAME } from '../options/index.js';
 import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
 import type { CgroupRemains } from './cgroup-remains.js';
 import type { RunRecord } from './record.js';

@@ -1,6 +1,6 @@
 import { type Clock, realClock } from '../clock.js';
 import { Deliverer, Guard, type SendSignal, terminate } from '../kill/index.js';
-import { normalizeSignal } from '../spec/index.js';
+import { normalizeSignal } from '../options/index.js';
 import { CoalescingTable, isGone, type ProcessTable, platformTable } from '../tree/index.js';
 import { CgroupRemains, removeSupervisorCgroup } from './cgroup-remains.js';
 import { Journal, type JournalEntry, type JournalProblem } from './journal.js';

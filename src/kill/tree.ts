@@ -1,6 +1,6 @@
 import { type Clock, realClock } from '../clock.js';
 import { ProcwardenError } from '../errors.js';
-import { checkDuration, normalizeSignal } from '../spec/index.js';
+import { checkDuration, normalizeSignal } from '../options/index.js';
 import {
   descendantsOf,
   isGone,

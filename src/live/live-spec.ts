@@ -1,5 +1,5 @@
 import { ProcwardenError } from '../errors.js';
-import { normalizeSpec } from '../spec/index.js';
+import { normalizeSpec } from '../options/index.js';
 import type { RunSpec, StreamName } from '../types.js';
 
 /**

@@ -2,7 +2,7 @@ import { closeSync, constants, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { ReadStream } from 'node:tty';
 import type { LaunchPlan } from '../containment/index.js';
-import { signalName } from '../spec/index.js';
+import { signalName } from '../options/index.js';
 import type { PtyOptions } from '../types.js';
 import { PTY_PACKAGE, type UnixPtyBinding } from './pty-module.js';
 import type { PtyCallbacks, PtyTerminal } from './pty-terminal.js';

@@ -18,10 +18,10 @@ export interface PtyLauncherOptions {
  */
 export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
   const platform = ptyPlatform(options.platform ?? process.platform);
-  const requireModule = options.requireModule ?? createRequire(import.meta.url);
   let loaded: PtyDriver | undefined;
+  // Only a pty run pays for the require machinery and node-pty: every Supervisor makes a launcher.
   const load = () => {
-    loaded ??= platform.driver(requireModule);
+    loaded ??= platform.driver(options.requireModule ?? createRequire(import.meta.url));
     return loaded;
   };
 

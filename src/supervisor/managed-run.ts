@@ -1,10 +1,10 @@
-import { type Clock, sleep, type TimerHandle } from '../clock.js';
+import { type Clock, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { ProcwardenError } from '../errors.js';
 import { type SendSignal, terminate } from '../kill/index.js';
+import { checkPtyCells, type NormalSpec, normalizeSignal } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
-import { checkPtyCells, type NormalSpec, normalizeSignal } from '../spec/index.js';
 import type { ProcessTable } from '../tree/index.js';
 import type {
   CancelOptions,
@@ -289,7 +289,7 @@ export class ManagedRun implements RunHandle {
         if (!this.termination && this.exit) await this.handleLeftovers();
         if (this.termination) report = await this.termination;
         // The sequence can end before Node has reaped the child; the exit event follows shortly.
-        if (!this.exit) await Promise.race([this.exited, sleep(clock, this.spec.drainMs)]);
+        if (!this.exit) await within(clock, this.exited, this.spec.drainMs);
         if (this.launched) {
           await this.drainOutput(this.launched);
           this.launched.releaseOutput();
@@ -317,7 +317,7 @@ export class ManagedRun implements RunHandle {
     });
     for (;;) {
       const before = this.output.received;
-      await this.within(Promise.race([end, givenUp]), this.spec.drainMs);
+      await within(this.deps.clock, Promise.race([end, givenUp]), this.spec.drainMs);
       // Nothing read and nobody behind: the pipes are merely held open; let them go.
       if (!ended && !this.output.behind && this.output.received === before) return;
       if (!this.waitsForConsumer()) {
@@ -329,20 +329,6 @@ export class ManagedRun implements RunHandle {
       }
       await Promise.race([this.output.caughtUp(), givenUp]);
       if (ended) return;
-    }
-  }
-
-  /** Waits for `promise`, at most `ms`; the timer does not outlive the wait. */
-  private async within(promise: Promise<unknown>, ms: number): Promise<void> {
-    const { clock } = this.deps;
-    let timer: TimerHandle | undefined;
-    const limit = new Promise<void>((resolve) => {
-      timer = clock.setTimeout(resolve, ms);
-    });
-    try {
-      await Promise.race([promise, limit]);
-    } finally {
-      clock.clearTimeout(timer);
     }
   }
 
@@ -370,7 +356,7 @@ export class ManagedRun implements RunHandle {
       return;
     }
     // The file sink's last writes get the drain window too; a reader that stalls past it loses them.
-    this.within(flushing, this.spec.drainMs).then(() => {
+    within(this.deps.clock, flushing, this.spec.drainMs).then(() => {
       this.output.abandon();
       this.complete(report);
     });

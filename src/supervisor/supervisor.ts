@@ -4,8 +4,8 @@ import { CgroupHost } from '../containment/index.js';
 import { ProcwardenError } from '../errors.js';
 import { defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
+import { normalizeSpec } from '../options/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
-import { normalizeSpec } from '../spec/index.js';
 import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type {
   RunFilter,

@@ -1,0 +1,72 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { alternate, NotApplicable, withRatios } from './lib/stats.mjs';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const CLI = join(ROOT, 'dist', 'cli', 'main.js');
+const LIBRARY = pathToFileURL(join(ROOT, 'dist', 'index.js')).href;
+const GNU_TIMEOUT = ['/usr/bin/timeout', '/bin/timeout'].find((p) => existsSync(p));
+const NODE = 'node -e 0';
+
+/** Whole processes, start to exit as the parent sees it (the `exit` event). */
+function wall(argv) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(argv[0], argv.slice(1), { stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code !== 0) reject(new Error(`${argv.join(' ')} exited ${code}`));
+      else resolve(performance.now() - t0);
+    });
+  });
+}
+
+const node = process.execPath;
+const CONTENDERS = [
+  { name: NODE, argv: [node, '-e', '0'] },
+  {
+    name: 'node -e "import(\'procwarden\')"',
+    argv: [node, '-e', `import(${JSON.stringify(LIBRARY)})`],
+    goal: 1.25,
+  },
+  { name: 'procwarden --version', argv: [node, CLI, '--version'], goal: 1.15 },
+  { name: 'procwarden timeout 10 true', argv: [node, CLI, 'timeout', '10', 'true'], goal: 1.5 },
+  { name: 'procwarden run -- true', argv: [node, CLI, 'run', '--', 'true'], goal: 1.5 },
+  { name: 'GNU timeout 10 true', argv: GNU_TIMEOUT ? [GNU_TIMEOUT, '10', 'true'] : null },
+];
+
+export default {
+  id: 7,
+  title: 'CLI start-up and exit (whole processes)',
+  unit: 'ms',
+  async run({ quick }) {
+    // Start-up is short and noisy: at least the 10 samples the goals are stated for.
+    const reps = quick ? 10 : 20;
+    // One unmeasured start each: fills the OS page cache and, on Node 22.1+, the compile cache.
+    for (const c of CONTENDERS) if (c.argv) await wall(c.argv);
+    const rows = withRatios(
+      await alternate(CONTENDERS, reps, (c) => {
+        if (!c.argv) throw new NotApplicable('ENOENT: no GNU timeout installed here');
+        return wall(c.argv);
+      }),
+      NODE,
+    );
+    const goals = CONTENDERS.filter((c) => c.goal).map((c) => {
+      const row = rows.find((r) => r.contender === c.name);
+      return {
+        text: `${c.name} ≤ ${c.goal}× ${NODE}`,
+        value: `${row.ratio.toFixed(2)}× (${row.median.toFixed(0)} ms)`,
+        met: row.ratio <= c.goal,
+      };
+    });
+    return {
+      cases: [{ name: `node ${process.version}`, rows }],
+      goals,
+      notes: [
+        'ratios against node -e 0, medians, contenders alternated; the compile cache (Node 22.1+) warmed by one unmeasured start',
+      ],
+    };
+  },
+};

@@ -1,0 +1,28 @@
+// The package as npm would publish it, checked by the ecosystem's tools: publint (package.json
+// against the files) and arethetypeswrong (the types each resolution mode finds). The tarball is
+// packed without lifecycle scripts: the caller has just built, and a rebuild inside `npm pack`
+// would rewrite dist/ under whatever else is reading it.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+// npm and the tools' bins are .cmd files on Windows, which only a shell runs.
+const shell = process.platform === 'win32';
+const run = (cmd, args, options = {}) => execFileSync(cmd, args, { stdio: 'inherit', shell, ...options });
+
+const dir = mkdtempSync(join(tmpdir(), 'procwarden-pack-'));
+try {
+  const [packed] = JSON.parse(
+    execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], {
+      shell,
+      encoding: 'utf8',
+    }),
+  );
+  run('npx', ['publint', '--strict']);
+  // ESM only by design (engines: Node ≥ 20, where CommonJS callers can `await import()` it): the one
+  // rule that reports exactly that is the only one ignored.
+  run('npx', ['attw', join(dir, packed.filename), '--ignore-rules', 'cjs-resolves-to-esm']);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

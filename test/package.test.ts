@@ -1,0 +1,80 @@
+import { execFile } from 'node:child_process';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTmp } from './helpers/procs.js';
+
+const exec = promisify(execFile);
+const ROOT = join(import.meta.dirname, '..');
+const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
+
+// The package as a user gets it: packed from the built dist/ (npm test builds first), installed
+// from the tarball into a fresh prefix without the network (its only dependency is optional), and
+// used from there. Its processes are short and awaited; the proof checks its own leftovers.
+// npm and the installed bin are .cmd shims on Windows, and the proof's fixtures are POSIX shell.
+const skip = process.platform === 'win32' ? 'npm and the bin are .cmd shims, the proof is POSIX' : null;
+
+describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  let prefix = '';
+  let bin = '';
+
+  beforeAll(async () => {
+    prefix = makeTmp('pw-pack-');
+    const { stdout } = await exec(
+      'npm',
+      ['pack', '--ignore-scripts', '--json', '--pack-destination', prefix],
+      { cwd: ROOT },
+    );
+    const tarball = join(prefix, JSON.parse(stdout)[0].filename);
+    writeFileSync(join(prefix, 'package.json'), '{ "private": true, "type": "module" }\n');
+    await exec(
+      'npm',
+      ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--no-package-lock', tarball],
+      { cwd: prefix },
+    );
+    bin = join(prefix, 'node_modules', '.bin', 'procwarden');
+  }, 240_000);
+
+  afterAll(() => {
+    if (prefix) rmSync(prefix, { recursive: true, force: true });
+  });
+
+  it('ships only what it needs: the bundled entries, their chunks and the types', () => {
+    const installed = join(prefix, 'node_modules', 'procwarden');
+    // An internal module tsc emits for the benches is not part of the package.
+    expect(() => statSync(join(installed, 'dist', 'supervisor', 'supervisor.js'))).toThrow();
+    expect(statSync(join(installed, 'dist', 'supervisor', 'supervisor.d.ts')).isFile()).toBe(true);
+    // The CLI can be run directly, as the README's `timeout` link needs.
+    expect(statSync(join(installed, 'dist', 'cli', 'main.js')).mode & 0o111).not.toBe(0);
+  });
+
+  it('procwarden --version', async () => {
+    const { stdout } = await exec(bin, ['--version']);
+    expect(stdout).toBe(`procwarden ${version}\n`);
+  });
+
+  it('procwarden proof: every case holds', async () => {
+    const { stdout } = await exec(bin, ['proof']);
+    expect(stdout).toMatch(/All \d+ cases hold/);
+  }, 120_000);
+
+  it("import { run } from 'procwarden', and procwarden/tree-kill", async () => {
+    const script = join(prefix, 'use.mjs');
+    writeFileSync(
+      script,
+      [
+        "import { run } from 'procwarden';",
+        "import treeKill from 'procwarden/tree-kill';",
+        "const result = await run({ argv: ['echo', 'hello from the tarball'] }).result;",
+        'console.log(JSON.stringify({ reason: result.reason, out: result.stdout.text, treeKill: typeof treeKill }));',
+      ].join('\n'),
+    );
+    const { stdout } = await exec(process.execPath, [script], { cwd: prefix });
+    expect(JSON.parse(stdout)).toEqual({
+      reason: 'exit',
+      out: 'hello from the tarball\n',
+      treeKill: 'function',
+    });
+  });
+});
