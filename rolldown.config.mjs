@@ -12,6 +12,8 @@ export default defineConfig({
     index: 'src/index.ts',
     'tree-kill': 'src/tree-kill.ts',
     'cli/main': 'src/cli/main.ts',
+    // Started by every Supervisor as its own process: an entry of its own, found at this path.
+    'watchdog/main': 'src/watchdog/main.ts',
   },
   platform: 'node',
   external: [/^node:/, '@lydell/node-pty'],
@@ -29,7 +31,8 @@ export default defineConfig({
     advancedChunks: {
       groups: [
         { name: 'options', test: /[\\/]src[\\/](options[\\/]|errors\.ts)/, priority: 2 },
-        { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/])/, priority: 1 },
+        // Not the watchdog's entry: its top level is a program, which must run only in its process.
+        { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/]|watchdog[\\/]main\.ts)/, priority: 1 },
       ],
     },
   },

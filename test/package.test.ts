@@ -3,7 +3,7 @@ import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeTmp } from './helpers/procs.js';
+import { alive, makeTmp, waitFor } from './helpers/procs.js';
 
 const exec = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..');
@@ -76,5 +76,30 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
       out: 'hello from the tarball\n',
       treeKill: 'function',
     });
+  });
+
+  it("a Supervisor from the package starts its watchdog (the bundle's own entry), which exits with it", async () => {
+    const script = join(prefix, 'watchdog.mjs');
+    writeFileSync(
+      script,
+      [
+        "import { Supervisor } from 'procwarden';",
+        'const sup = new Supervisor();',
+        "await sup.spawn({ argv: ['true'] }).result;",
+        'const pid = sup.watchdogPid;',
+        'await sup.shutdown();',
+        'console.log(JSON.stringify({ pid, problems: sup.journalProblems.map((p) => p.problem ?? String(p)) }));',
+      ].join('\n'),
+    );
+    const stateDir = makeTmp('pw-pack-state-');
+    const { stdout } = await exec(process.execPath, [script], {
+      cwd: prefix,
+      env: { ...process.env, PROCWARDEN_STATE_DIR: stateDir, PROCWARDEN_WATCHDOG: undefined },
+    }).finally(() => rmSync(stateDir, { recursive: true, force: true }));
+    const { pid, problems } = JSON.parse(stdout);
+    expect(problems).toEqual([]);
+    expect(pid).toBeGreaterThan(1);
+    // It exits once told the host shut down cleanly; the host did not wait for it.
+    await waitFor(() => !alive(pid), { what: `watchdog ${pid} to exit` });
   });
 });
