@@ -28,6 +28,16 @@ export class TreeMembership {
     return this.root;
   }
 
+  /** Every process ever seen as a member (the exit hook re-verifies each before signalling it). */
+  get knownMembers(): ProcessInfo[] {
+    return [...this.known.values()];
+  }
+
+  /** Members found by other means (a cgroup's list): their descendants belong to the tree too. */
+  remember(members: Iterable<ProcessInfo>): void {
+    for (const m of members) this.known.set(key(m), m);
+  }
+
   async attach(pid: number): Promise<void> {
     this.root = await this.table.get(pid);
     if (this.root) this.known.set(key(this.root), this.root);

@@ -42,5 +42,9 @@ export abstract class ScannedContainment implements Containment {
     return reached;
   }
 
+  lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] } {
+    return { root: this.membership.rootInfo, members: this.membership.knownMembers };
+  }
+
   async release(): Promise<void> {}
 }

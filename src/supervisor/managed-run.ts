@@ -5,7 +5,7 @@ import { type SendSignal, terminate } from '../kill/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
 import { checkPtyCells, type NormalSpec } from '../spec/index.js';
-import type { ProcessTable } from '../tree/index.js';
+import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 import type {
   RunHandle,
   RunReason,
@@ -122,6 +122,11 @@ export class ManagedRun implements RunHandle {
   /** Where the containment holds the run, when it is a cgroup. */
   get cgroupPath(): string | undefined {
     return this.hold.cgroupPath;
+  }
+
+  /** The root and members the containment has seen, as recorded (see Containment.lastSeen). */
+  lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] } {
+    return this.hold.lastSeen();
   }
 
   start(): void {
@@ -294,7 +299,7 @@ export class ManagedRun implements RunHandle {
     this.output.finish();
     this.status = 'exited';
     const reason = this.reason ?? 'exit';
-    const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? [])];
+    const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? this.hold.notes ?? [])];
     const result: RunResult = {
       id: this.id,
       reason,
@@ -314,6 +319,7 @@ export class ManagedRun implements RunHandle {
         escaped: report?.escaped ?? 0,
         leftovers: this.leftovers,
         report: report ? { ...report, notes } : null,
+        notes,
       },
       ...(this.spawnError
         ? {
@@ -327,7 +333,7 @@ export class ManagedRun implements RunHandle {
     this.hold.release().then(
       () => this.deliver(result),
       (error) => {
-        result.tree.report?.notes.push(`containment release failed: ${error}`);
+        result.tree.notes.push(`containment release failed: ${error}`);
         this.deliver(result);
       },
     );

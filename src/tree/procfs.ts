@@ -59,18 +59,17 @@ export class ProcfsTable implements ProcessTable {
     const names = [...new Set(queries.map((q) => q.name))];
     const processes: ProcessInfo[] = [];
     const holders = queries.map(() => new Set<number>());
-    let vanished = 0;
-    for (const pid of this.pids()) {
+    const read = (pid: number): boolean => {
       const info = this.getSync(pid);
-      if (!info) {
-        vanished++;
-        continue;
-      }
+      if (!info) return false;
       processes.push(info);
       const start = Number(info.startTime);
-      if (queries.length === 0 || start < lowest) continue;
+      if (queries.length === 0 || start < lowest) return true;
+      // Dead since the run began (a zombie: PID 1 may never reap it), or dying while read: it
+      // may have forked a child this pass did not list.
+      if (info.state === 'Z' || info.state === 'X') return false;
       const env = this.environ(pid);
-      if (!env) continue;
+      if (!env || env.length === 0) return false;
       for (const name of names) {
         const value = envValue(env, name);
         if (value === null) continue;
@@ -78,6 +77,22 @@ export class ProcfsTable implements ProcessTable {
           if (q.name === name && q.value === value && start >= (floors[i] as number)) holders[i]?.add(pid);
         });
       }
+      return true;
+    };
+    // A process that vanished or died mid-sweep may have forked first (a process that re-forks
+    // under a new session again and again is always alive as one of its generations, yet each is
+    // read after it exited): the pids that appeared since the listing are read at once, until a
+    // pass sees nothing vanish. Its generation alive at the last listing is then among what was read.
+    let batch = this.pids();
+    const listed = new Set(batch);
+    let vanished = 0;
+    for (let pass = 0; pass < CHASE_PASSES && batch.length > 0; pass++) {
+      vanished = 0;
+      for (const pid of batch) if (!read(pid)) vanished++;
+      if (vanished === 0) break;
+      batch = this.pids().filter((pid) => !listed.has(pid));
+      for (const pid of batch) listed.add(pid);
+      if (batch.length === 0) vanished = 0; // nothing born since: whatever vanished left no one unread
     }
     return queries.map((_, i) => ({ processes, holders: holders[i] as Set<number>, vanished }));
   }
@@ -127,6 +142,9 @@ export class ProcfsTable implements ProcessTable {
     }
   }
 }
+
+/** Re-listings of /proc in one sweep while processes keep vanishing (a busy host always has some). */
+const CHASE_PASSES = 8;
 
 const envNeedle = (name: string, value: string) => Buffer.from(`${name}=${value}\0`);
 
