@@ -173,7 +173,11 @@ describe.skipIf(perlSkip !== null)('a pid-hopper (item 3)', () => {
         await waitFor(() => readPids(dir).get('hopper'), { what: 'hopper started' });
         handle.cancel('test');
         const result = await handle.result;
+        const beat = safeRead(join(dir, 'hopper.beat'));
         const left = await holders('PW_EDGES_HOP', dir);
+        await new Promise((r) => setTimeout(r, 300));
+        // The heartbeat catches a chain that even the chasing sweep missed.
+        if (left.length === 0 && safeRead(join(dir, 'hopper.beat')) !== beat) left.push(-1);
         // Never a false "escaped: 0".
         if (left.length > 0) {
           expect(result.tree.escaped).toBeGreaterThan(0);

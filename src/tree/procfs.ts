@@ -144,7 +144,7 @@ export class ProcfsTable implements ProcessTable {
 }
 
 /** Re-listings of /proc in one sweep while processes keep vanishing (a busy host always has some). */
-const CHASE_PASSES = 8;
+const CHASE_PASSES = 32;
 
 const envNeedle = (name: string, value: string) => Buffer.from(`${name}=${value}\0`);
 
