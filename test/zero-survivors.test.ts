@@ -1,17 +1,19 @@
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Supervisor } from '../src/index.js';
 import type { SendSignal } from '../src/kill/index.js';
+import { ProcfsTable } from '../src/tree/index.js';
 import { type MemberKind, type MemberStart, type TreeNode, writeTree } from './fixtures/tree.mjs';
 import { cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
 import { makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 /**
  * The zero-survivor proof: random process trees (depth <= 4, width <= 5) mixing every way a process
- * can try to outlive its run, ended by a random trigger in each containment mode. Two properties:
- * nothing of the tree is alive when `result` resolves (env -i escapees are only required to die in
- * cgroup mode), and no signal ever reaches a process outside the tree (every signal procwarden
+ * can try to outlive its run (a pid-hopper included), ended by a random trigger in each containment
+ * mode (in cgroup mode also a cgroup tampered with by its members). Two properties: nothing of the
+ * tree is alive when `result` resolves (env -i escapees are only required to die in cgroup mode,
+ * and not when the cgroup was tampered with), and no signal ever reaches a process outside the tree (every signal procwarden
  * sends goes through a recorder that checks its target, and each member of a target group, first).
  *
  * PROCWARDEN_FUZZ_RUNS=N runs N trees (default 200); PROCWARDEN_FUZZ_SEED=S replays a sequence
@@ -24,7 +26,12 @@ const MAX_MEMBERS = 8;
 const cgroupSkip = cgroupSkipReason();
 const MODES: Array<'cgroup' | 'process-group' | 'none'> =
   cgroupSkip === null ? ['cgroup', 'process-group', 'none'] : ['process-group', 'none'];
-type Trigger = 'timeout' | 'cancel' | 'abort' | 'exit';
+/** 'tamper' (cgroup mode): a member is moved out of the run's cgroup, or all are and the cgroup is removed; then cancel. */
+type Trigger = 'timeout' | 'cancel' | 'abort' | 'exit' | 'tamper';
+const TRIGGERS: Trigger[] =
+  cgroupSkip === null
+    ? ['timeout', 'cancel', 'abort', 'exit', 'tamper']
+    : ['timeout', 'cancel', 'abort', 'exit'];
 
 /** mulberry32: small, fast, and the same on every machine. */
 function prng(seed: number) {
@@ -50,15 +57,17 @@ interface Case {
   /** cancel/abort: wait for the whole tree first, then this many ms; or fire this many ms after spawn. */
   waitForTree: boolean;
   delayMs: number;
+  /** tamper: move one member into the supervisor's parent cgroup, or empty the run cgroup elsewhere and remove it. */
+  tamper: 'out' | 'away';
   root: TreeNode;
 }
 
 const STARTS: MemberStart[] = ['child', 'child', 'setsid', 'doublefork', 'envi'];
-const KINDS: MemberKind[] = ['plain', 'trapper', 'trapper', 'ignorer', 'stopped', 'forker'];
+const KINDS: MemberKind[] = ['plain', 'trapper', 'trapper', 'ignorer', 'stopped', 'forker', 'hopper'];
 
 function generate(seed: number): Case {
   const rng = prng(seed);
-  const trigger = rng.pick<Trigger>(['timeout', 'cancel', 'abort', 'exit']);
+  const trigger = rng.pick(TRIGGERS);
   let budget = rng.int(1, MAX_MEMBERS);
   let n = 0;
   const node = (depth: number, start: MemberStart, kind: MemberKind): TreeNode => {
@@ -74,12 +83,13 @@ function generate(seed: number): Case {
   const root = node(1, 'child', trigger === 'exit' ? 'exits' : rng.pick(KINDS));
   return {
     seed,
-    mode: rng.pick(MODES),
+    mode: trigger === 'tamper' ? 'cgroup' : rng.pick(MODES),
     trigger,
     graceMs: rng.int(50, 250),
     timeoutMs: rng.int(20, 300),
     waitForTree: rng.next() < 0.7,
     delayMs: rng.int(0, 150),
+    tamper: rng.pick(['out', 'away'] as const),
     root,
   };
 }
@@ -123,11 +133,16 @@ const pids = () =>
     .filter((e) => /^\d+$/.test(e))
     .map(Number);
 
-/** Live processes of this tree (by the marker every member carries), with whether they cleared their env. */
-function treeProcesses(dir: string): { pid: number; envi: boolean }[] {
+/**
+ * Live processes of this tree (by the marker every member carries), with whether they cleared their
+ * env. The pids come from a plain listing and from procwarden's chasing sweep: one listing misses a
+ * process that re-forks faster than it is read (a hopper).
+ */
+async function treeProcesses(dir: string): Promise<{ pid: number; envi: boolean }[]> {
   const marker = Buffer.from(`PW_FUZZ_TREE=${dir}\0`);
   const out: { pid: number; envi: boolean }[] = [];
-  for (const pid of pids()) {
+  const chased = await new ProcfsTable().sweep({ name: 'PW_FUZZ_TREE', value: dir });
+  for (const pid of new Set([...pids(), ...chased.holders])) {
     if (pid === process.pid) continue;
     const env = environ(pid);
     const st = stat(pid);
@@ -157,7 +172,8 @@ function recorder(
   const ours = (pid: number): boolean => {
     const env = environ(pid);
     const st = stat(pid);
-    if (!st) return true; // no such process: the signal reaches nobody
+    // No such process, or a zombie (its pid stays taken until reaped): the signal reaches nobody.
+    if (!st || st.state === 'Z') return true;
     if (env?.includes(marker)) {
       verified.set(pid, st.start);
       if (st.sid === pid || st.pgid === pid) founders.add(pid);
@@ -190,6 +206,7 @@ function recorder(
 async function runCase(c: Case, stats: { sent: number; groups: number }): Promise<string[]> {
   const dir = makeTmp('pw-fuzz-');
   const problems: string[] = [];
+  let scratch: string | null = null;
   try {
     const script = writeTree(dir, c.root);
     let run: { id: string; pid: number | undefined } | undefined;
@@ -206,24 +223,34 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
       signal: controller.signal,
     });
     run = { id: handle.id, pid: handle.pid };
-    if (c.trigger === 'cancel' || c.trigger === 'abort') {
-      if (c.waitForTree) await treeBuilt(dir, c.root);
+    if (c.trigger === 'cancel' || c.trigger === 'abort' || c.trigger === 'tamper') {
+      if (c.waitForTree || c.trigger === 'tamper') await treeBuilt(dir, c.root);
       await new Promise((r) => setTimeout(r, c.delayMs));
-      if (c.trigger === 'cancel') handle.cancel('fuzz');
-      else controller.abort();
+      if (c.trigger === 'tamper')
+        scratch = tamper(c, dir, (handle as unknown as { cgroupPath: string }).cgroupPath);
+      if (c.trigger === 'abort') controller.abort();
+      else handle.cancel('fuzz');
     }
     const result = await handle.result;
     const expected =
       c.trigger === 'exit'
         ? ['exit', 'signal']
-        : [c.trigger === 'timeout' ? 'overall-timeout' : c.trigger === 'cancel' ? 'cancelled' : 'aborted'];
+        : [
+            c.trigger === 'timeout'
+              ? 'overall-timeout'
+              : c.trigger === 'cancel' || c.trigger === 'tamper'
+                ? 'cancelled'
+                : 'aborted',
+          ];
     // A root that dies early (SIGHUP of an orphaned stopped group...) ends the run before the trigger.
     if (!expected.includes(result.reason) && !['exit', 'signal'].includes(result.reason)) {
       problems.push(`unexpected reason ${result.reason}`);
     }
     if (result.containment !== c.mode) problems.push(`containment ${result.containment}, asked ${c.mode}`);
-    const left = treeProcesses(dir);
-    const survivors = left.filter((p) => c.mode === 'cgroup' || !p.envi);
+    const left = await treeProcesses(dir);
+    // An env -i escapee taken out of a tampered cgroup before procwarden looked has no tie left to
+    // the run (no cookie, re-parented): only the cgroup held it.
+    const survivors = left.filter((p) => (c.mode === 'cgroup' && c.trigger !== 'tamper') || !p.envi);
     if (survivors.length > 0) {
       const names = [...readPids(dir)]
         .filter(([, pid]) => survivors.some((s) => s.pid === pid))
@@ -253,9 +280,57 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
       problems.push(`run cgroup ${handle.id} not removed`);
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true }); // also ends any hopper chain
+    if (scratch) await removeScratch(scratch);
   }
   return problems;
+}
+
+/**
+ * Tampers with the run's cgroup as a root member could. Only pids listed in the run's own
+ * cgroup.procs are moved (they are this tree's). Returns the scratch cgroup made, if any.
+ */
+function tamper(c: Case, dir: string, runCgroup: string): string | null {
+  const procs = readFileSync(join(runCgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
+  const move = (to: string, pid: string) => {
+    try {
+      writeFileSync(join(to, 'cgroup.procs'), pid);
+    } catch {
+      // exited meanwhile
+    }
+  };
+  if (c.tamper === 'out') {
+    const members = [...readPids(dir).values()].map(String).filter((p) => procs.includes(p));
+    const pid = members[c.seed % Math.max(1, members.length)];
+    if (pid) move(dirname(runCgroup), pid);
+    return null;
+  }
+  const scratch = join(dirname(dirname(runCgroup)), `pw-fuzz-${process.pid}-${c.seed}`);
+  mkdirSync(scratch);
+  for (const pid of procs) move(scratch, pid);
+  try {
+    rmdirSync(runCgroup);
+  } catch {
+    // a member forked into it meanwhile: then it stays, tampered with all the same
+  }
+  return scratch;
+}
+
+async function removeScratch(dir: string): Promise<void> {
+  try {
+    writeFileSync(join(dir, 'cgroup.kill'), '1'); // only this tree's processes were moved there
+  } catch {
+    // gone
+  }
+  await waitFor(() => !/^populated 1$/m.test(readFileSync(join(dir, 'cgroup.events'), 'utf8')), {
+    timeoutMs: 3000,
+    what: 'scratch cgroup empty',
+  }).catch(() => undefined);
+  try {
+    rmdirSync(dir);
+  } catch {
+    // reported by the run cgroup check of the next case, if ever
+  }
 }
 
 /** Every member's pid file written and every stopped member stopped (bounded: slow machines go on). */
