@@ -42,7 +42,7 @@ export class CgroupContainment implements Containment {
     cookie: string | null,
   ) {
     this.cgroupPath = host.createRun(name);
-    this.membership = new TreeMembership(table, guard, cookie, false);
+    this.membership = new TreeMembership(table, guard, cookie, false, deliverer.notes);
   }
 
   get notes(): readonly string[] {

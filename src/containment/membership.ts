@@ -22,6 +22,8 @@ export class TreeMembership {
     private readonly guard: Guard,
     private readonly cookie: string | null,
     private readonly useGroup: boolean,
+    /** Where a scan that could not confirm an empty tree says so. */
+    private readonly notes: string[] = [],
   ) {}
 
   get rootInfo(): ProcessInfo | null {
@@ -51,6 +53,11 @@ export class TreeMembership {
     for (let i = 0; members.length === 0 && i < CONFIRM_SCANS; i++) {
       members = await this.scanOnce();
       if (this.vanished === 0) break;
+    }
+    if (members.length === 0 && this.vanished > 0) {
+      const text =
+        'processes kept vanishing mid-scan faster than they could be read: that nothing of the tree is left could not be confirmed';
+      if (!this.notes.includes(text)) this.notes.push(text);
     }
     return members;
   }

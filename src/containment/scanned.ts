@@ -19,7 +19,7 @@ export abstract class ScannedContainment implements Containment {
     cookie: string | null,
     useGroup: boolean,
   ) {
-    this.membership = new TreeMembership(table, guard, cookie, useGroup);
+    this.membership = new TreeMembership(table, guard, cookie, useGroup, deliverer.notes);
   }
 
   get notes(): readonly string[] {
