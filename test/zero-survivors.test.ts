@@ -104,7 +104,9 @@ function environ(pid: number): Buffer | null {
   }
 }
 
-function stat(pid: number): { state: string; ppid: number; pgid: number; sid: number; start: string } | null {
+function stat(
+  pid: number,
+): { state: string; ppid: number; pgid: number; sid: number; start: string; exiting: boolean } | null {
   try {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
@@ -114,6 +116,8 @@ function stat(pid: number): { state: string; ppid: number; pgid: number; sid: nu
       pgid: Number(f[2]),
       sid: Number(f[3]),
       start: f[19] ?? '',
+      // PF_EXITING in the flags (field 9): on its way out, its environment already released.
+      exiting: (Number(f[6]) & 0x4) !== 0,
     };
   } catch {
     return null;
@@ -173,7 +177,7 @@ function recorder(
     const env = environ(pid);
     const st = stat(pid);
     // No such process, or a zombie (its pid stays taken until reaped): the signal reaches nobody.
-    if (!st || st.state === 'Z') return true;
+    if (!st || st.state === 'Z' || (st.exiting && !env?.length)) return true;
     if (env?.includes(marker)) {
       verified.set(pid, st.start);
       if (st.sid === pid || st.pgid === pid) founders.add(pid);
