@@ -152,6 +152,11 @@ export interface TreeSummary {
   /** Members still alive after the direct child exited normally. */
   leftovers: number;
   report: TerminateReport | null;
+  /**
+   * What went wrong around the tree, on any ending (a cgroup that could not be removed after a
+   * normal exit too): `report.notes` when there is a report, the same array.
+   */
+  notes: string[];
 }
 
 export interface RunResult {

@@ -1,8 +1,9 @@
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Supervisor } from '../src/index.js';
 import type { SendSignal } from '../src/kill/index.js';
+import { ProcfsTable } from '../src/tree/index.js';
 import { type MemberKind, type MemberStart, type TreeNode, writeTree } from './fixtures/tree.mjs';
 import { cgroupSkipReason, hostCgroups, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
 import { journalFiles, startHost } from './helpers/host.js';
@@ -10,9 +11,10 @@ import { alive, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 /**
  * The zero-survivor proof: random process trees (depth <= 4, width <= 5) mixing every way a process
- * can try to outlive its run, ended by a random trigger in each containment mode. Two properties:
- * nothing of the tree is alive when `result` resolves (env -i escapees are only required to die in
- * cgroup mode), and no signal ever reaches a process outside the tree (every signal procwarden
+ * can try to outlive its run (a pid-hopper included), ended by a random trigger in each containment
+ * mode (in cgroup mode also a cgroup tampered with by its members). Two properties: nothing of the
+ * tree is alive when `result` resolves (env -i escapees are only required to die in cgroup mode,
+ * and not when the cgroup was tampered with), and no signal ever reaches a process outside the tree (every signal procwarden
  * sends goes through a recorder that checks its target, and each member of a target group, first).
  *
  * PROCWARDEN_FUZZ_RUNS=N runs N trees (default 200); PROCWARDEN_FUZZ_SEED=S replays a sequence
@@ -25,7 +27,15 @@ const MAX_MEMBERS = 8;
 const cgroupSkip = cgroupSkipReason();
 const MODES: Array<'cgroup' | 'process-group' | 'none'> =
   cgroupSkip === null ? ['cgroup', 'process-group', 'none'] : ['process-group', 'none'];
-type Trigger = 'timeout' | 'cancel' | 'abort' | 'exit' | 'host-dies';
+/**
+ * 'tamper' (cgroup mode): a member is moved out of the run's cgroup, or all are and the cgroup is
+ * removed; then cancel. 'host-dies': the host process is SIGKILLed and its watchdog must end the tree.
+ */
+type Trigger = 'timeout' | 'cancel' | 'abort' | 'exit' | 'tamper' | 'host-dies';
+const TRIGGERS: Trigger[] =
+  cgroupSkip === null
+    ? ['timeout', 'cancel', 'abort', 'exit', 'tamper']
+    : ['timeout', 'cancel', 'abort', 'exit'];
 
 /** mulberry32: small, fast, and the same on every machine. */
 function prng(seed: number) {
@@ -51,16 +61,18 @@ interface Case {
   /** cancel/abort: wait for the whole tree first, then this many ms; or fire this many ms after spawn. */
   waitForTree: boolean;
   delayMs: number;
+  /** tamper: move one member into the supervisor's parent cgroup, or empty the run cgroup elsewhere and remove it. */
+  tamper: 'out' | 'away';
   root: TreeNode;
 }
 
 const STARTS: MemberStart[] = ['child', 'child', 'setsid', 'doublefork', 'envi'];
-const KINDS: MemberKind[] = ['plain', 'trapper', 'trapper', 'ignorer', 'stopped', 'forker'];
+const KINDS: MemberKind[] = ['plain', 'trapper', 'trapper', 'ignorer', 'stopped', 'forker', 'hopper'];
 
 function generate(seed: number): Case {
   const rng = prng(seed);
   // The host's death costs two Node processes (host, watchdog): one case in ten.
-  const trigger = rng.next() < 0.1 ? 'host-dies' : rng.pick<Trigger>(['timeout', 'cancel', 'abort', 'exit']);
+  const trigger = rng.next() < 0.1 ? 'host-dies' : rng.pick(TRIGGERS);
   let budget = rng.int(1, MAX_MEMBERS);
   let n = 0;
   const node = (depth: number, start: MemberStart, kind: MemberKind): TreeNode => {
@@ -76,12 +88,13 @@ function generate(seed: number): Case {
   const root = node(1, 'child', trigger === 'exit' ? 'exits' : rng.pick(KINDS));
   return {
     seed,
-    mode: rng.pick(MODES),
+    mode: trigger === 'tamper' ? 'cgroup' : rng.pick(MODES),
     trigger,
     graceMs: rng.int(50, 250),
     timeoutMs: rng.int(20, 300),
     waitForTree: rng.next() < 0.7,
     delayMs: rng.int(0, 150),
+    tamper: rng.pick(['out', 'away'] as const),
     root,
   };
 }
@@ -96,7 +109,9 @@ function environ(pid: number): Buffer | null {
   }
 }
 
-function stat(pid: number): { state: string; ppid: number; pgid: number; sid: number; start: string } | null {
+function stat(
+  pid: number,
+): { state: string; ppid: number; pgid: number; sid: number; start: string; exiting: boolean } | null {
   try {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
@@ -106,6 +121,8 @@ function stat(pid: number): { state: string; ppid: number; pgid: number; sid: nu
       pgid: Number(f[2]),
       sid: Number(f[3]),
       start: f[19] ?? '',
+      // PF_EXITING in the flags (field 9): on its way out, its environment already released.
+      exiting: (Number(f[6]) & 0x4) !== 0,
     };
   } catch {
     return null;
@@ -125,11 +142,16 @@ const pids = () =>
     .filter((e) => /^\d+$/.test(e))
     .map(Number);
 
-/** Live processes of this tree (by the marker every member carries), with whether they cleared their env. */
-function treeProcesses(dir: string): { pid: number; envi: boolean }[] {
+/**
+ * Live processes of this tree (by the marker every member carries), with whether they cleared their
+ * env. The pids come from a plain listing and from procwarden's chasing sweep: one listing misses a
+ * process that re-forks faster than it is read (a hopper).
+ */
+async function treeProcesses(dir: string): Promise<{ pid: number; envi: boolean }[]> {
   const marker = Buffer.from(`PW_FUZZ_TREE=${dir}\0`);
   const out: { pid: number; envi: boolean }[] = [];
-  for (const pid of pids()) {
+  const chased = await new ProcfsTable().sweep({ name: 'PW_FUZZ_TREE', value: dir });
+  for (const pid of new Set([...pids(), ...chased.holders])) {
     if (pid === process.pid) continue;
     const env = environ(pid);
     const st = stat(pid);
@@ -159,7 +181,8 @@ function recorder(
   const ours = (pid: number): boolean => {
     const env = environ(pid);
     const st = stat(pid);
-    if (!st) return true; // no such process: the signal reaches nobody
+    // No such process, or a zombie (its pid stays taken until reaped): the signal reaches nobody.
+    if (!st || st.state === 'Z' || (st.exiting && !env?.length)) return true;
     if (env?.includes(marker)) {
       verified.set(pid, st.start);
       if (st.sid === pid || st.pgid === pid) founders.add(pid);
@@ -202,18 +225,21 @@ async function hostDies(c: Case, dir: string, script: string): Promise<string[]>
   if (c.waitForTree) await treeBuilt(dir, c.root);
   await new Promise((r) => setTimeout(r, c.delayMs));
   host.child.kill('SIGKILL');
-  const survivors = () => treeProcesses(dir).filter((p) => c.mode === 'cgroup' || !p.envi);
-  await waitFor(() => survivors().length === 0 && !alive(watchdog), {
-    timeoutMs: c.graceMs + 20_000,
-    what: 'the tree and the watchdog gone after the host died',
-  }).catch(() => undefined);
-  const problems = survivors().map((p) => `survivor ${p.pid} after the host died`);
+  const survivors = async () => (await treeProcesses(dir)).filter((p) => c.mode === 'cgroup' || !p.envi);
+  // Until the tree and the watchdog are gone, or the bound passes (what is left is then reported).
+  const until = Date.now() + c.graceMs + 20_000;
+  let left = await survivors();
+  while ((left.length > 0 || alive(watchdog)) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 50));
+    left = await survivors();
+  }
+  const problems = left.map((p) => `survivor ${p.pid} after the host died`);
   if (alive(watchdog)) problems.push(`watchdog ${watchdog} still alive`);
   const records = journalFiles(join(dir, 'state'));
   if (records.length > 0) problems.push(`journal not emptied: ${records.join(', ')}`);
   const cgroups = await hostCgroups(host.child.pid as number);
   if (cgroups.length > 0) problems.push(`cgroups left: ${cgroups.join(', ')}`);
-  for (const p of [...treeProcesses(dir).map((t) => t.pid), ...(alive(watchdog) ? [watchdog] : [])]) {
+  for (const p of [...(await treeProcesses(dir)).map((t) => t.pid), ...(alive(watchdog) ? [watchdog] : [])]) {
     try {
       process.kill(p, 'SIGKILL'); // ours by marker (or the watchdog by pid): a failure leaks nothing
     } catch {
@@ -226,6 +252,7 @@ async function hostDies(c: Case, dir: string, script: string): Promise<string[]>
 async function runCase(c: Case, stats: { sent: number; groups: number }): Promise<string[]> {
   const dir = makeTmp('pw-fuzz-');
   const problems: string[] = [];
+  let scratch: string | null = null;
   try {
     const script = writeTree(dir, c.root);
     if (c.trigger === 'host-dies') return await hostDies(c, dir, script);
@@ -243,24 +270,34 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
       signal: controller.signal,
     });
     run = { id: handle.id, pid: handle.pid };
-    if (c.trigger === 'cancel' || c.trigger === 'abort') {
-      if (c.waitForTree) await treeBuilt(dir, c.root);
+    if (c.trigger === 'cancel' || c.trigger === 'abort' || c.trigger === 'tamper') {
+      if (c.waitForTree || c.trigger === 'tamper') await treeBuilt(dir, c.root);
       await new Promise((r) => setTimeout(r, c.delayMs));
-      if (c.trigger === 'cancel') handle.cancel('fuzz');
-      else controller.abort();
+      if (c.trigger === 'tamper')
+        scratch = tamper(c, dir, (handle as unknown as { cgroupPath: string }).cgroupPath);
+      if (c.trigger === 'abort') controller.abort();
+      else handle.cancel('fuzz');
     }
     const result = await handle.result;
     const expected =
       c.trigger === 'exit'
         ? ['exit', 'signal']
-        : [c.trigger === 'timeout' ? 'overall-timeout' : c.trigger === 'cancel' ? 'cancelled' : 'aborted'];
+        : [
+            c.trigger === 'timeout'
+              ? 'overall-timeout'
+              : c.trigger === 'cancel' || c.trigger === 'tamper'
+                ? 'cancelled'
+                : 'aborted',
+          ];
     // A root that dies early (SIGHUP of an orphaned stopped group...) ends the run before the trigger.
     if (!expected.includes(result.reason) && !['exit', 'signal'].includes(result.reason)) {
       problems.push(`unexpected reason ${result.reason}`);
     }
     if (result.containment !== c.mode) problems.push(`containment ${result.containment}, asked ${c.mode}`);
-    const left = treeProcesses(dir);
-    const survivors = left.filter((p) => c.mode === 'cgroup' || !p.envi);
+    const left = await treeProcesses(dir);
+    // An env -i escapee taken out of a tampered cgroup before procwarden looked has no tie left to
+    // the run (no cookie, re-parented): only the cgroup held it.
+    const survivors = left.filter((p) => (c.mode === 'cgroup' && c.trigger !== 'tamper') || !p.envi);
     if (survivors.length > 0) {
       const names = [...readPids(dir)]
         .filter(([, pid]) => survivors.some((s) => s.pid === pid))
@@ -290,9 +327,57 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
       problems.push(`run cgroup ${handle.id} not removed`);
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true }); // also ends any hopper chain
+    if (scratch) await removeScratch(scratch);
   }
   return problems;
+}
+
+/**
+ * Tampers with the run's cgroup as a root member could. Only pids listed in the run's own
+ * cgroup.procs are moved (they are this tree's). Returns the scratch cgroup made, if any.
+ */
+function tamper(c: Case, dir: string, runCgroup: string): string | null {
+  const procs = readFileSync(join(runCgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
+  const move = (to: string, pid: string) => {
+    try {
+      writeFileSync(join(to, 'cgroup.procs'), pid);
+    } catch {
+      // exited meanwhile
+    }
+  };
+  if (c.tamper === 'out') {
+    const members = [...readPids(dir).values()].map(String).filter((p) => procs.includes(p));
+    const pid = members[c.seed % Math.max(1, members.length)];
+    if (pid) move(dirname(runCgroup), pid);
+    return null;
+  }
+  const scratch = join(dirname(dirname(runCgroup)), `pw-fuzz-${process.pid}-${c.seed}`);
+  mkdirSync(scratch);
+  for (const pid of procs) move(scratch, pid);
+  try {
+    rmdirSync(runCgroup);
+  } catch {
+    // a member forked into it meanwhile: then it stays, tampered with all the same
+  }
+  return scratch;
+}
+
+async function removeScratch(dir: string): Promise<void> {
+  try {
+    writeFileSync(join(dir, 'cgroup.kill'), '1'); // only this tree's processes were moved there
+  } catch {
+    // gone
+  }
+  await waitFor(() => !/^populated 1$/m.test(readFileSync(join(dir, 'cgroup.events'), 'utf8')), {
+    timeoutMs: 3000,
+    what: 'scratch cgroup empty',
+  }).catch(() => undefined);
+  try {
+    rmdirSync(dir);
+  } catch {
+    // reported by the run cgroup check of the next case, if ever
+  }
 }
 
 /** Every member's pid file written and every stopped member stopped (bounded: slow machines go on). */

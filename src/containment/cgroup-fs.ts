@@ -102,16 +102,19 @@ export function subtree(dir: string): string[] {
 
 /** Pids in cgroup.procs of every cgroup of the subtree. */
 export function subtreeProcs(dir: string): number[] {
-  const out: number[] = [];
-  for (const d of subtree(dir)) {
-    let text: string;
-    try {
-      text = readFileSync(join(d, 'cgroup.procs'), 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n')) if (line) out.push(Number(line));
+  return subtree(dir).flatMap(procsOf);
+}
+
+/** Pids in the cgroup.procs of this one cgroup (not its children); empty once it is gone. */
+export function procsOf(dir: string): number[] {
+  let text: string;
+  try {
+    text = readFileSync(join(dir, 'cgroup.procs'), 'utf8');
+  } catch {
+    return [];
   }
+  const out: number[] = [];
+  for (const line of text.split('\n')) if (line) out.push(Number(line));
   return out;
 }
 

@@ -2,7 +2,7 @@ import { accessSync, constants, mkdirSync, readFileSync, rmdirSync } from 'node:
 import { join } from 'node:path';
 import { ProcwardenError } from '../errors.js';
 import { parseStat } from '../tree/index.js';
-import { isPopulated, locateOwnCgroup, moveInto, removeSubtree, subtreeProcs } from './cgroup-fs.js';
+import { isPopulated, locateOwnCgroup, moveInto, procsOf, removeSubtree, subtreeProcs } from './cgroup-fs.js';
 
 export type CgroupProbe = { ok: true; parent: string; own: string } | { ok: false; reason: string };
 
@@ -78,8 +78,32 @@ export class CgroupHost {
     }
   }
 
+  /**
+   * Moves a process to our own cgroup: the way a protected process (us, an ancestor) that someone
+   * wrote into a run's cgroup is taken out before that cgroup is killed. Returns that cgroup.
+   */
+  evict(pid: number): string {
+    const probe = this.probe();
+    if (!probe.ok) throw unavailable(probe.reason);
+    moveInto(probe.own, pid);
+    return probe.own;
+  }
+
   private removeParentIfIdle(parent: string): void {
     if (this.live > 0) return;
+    // A member may have moved itself into the parent (it is killed as a member wherever it went;
+    // one kept as a leftover goes where it would have lived without containment): an occupied
+    // parent cannot be removed.
+    const own = this.probed?.ok ? this.probed.own : null;
+    if (own) {
+      for (const pid of procsOf(parent)) {
+        try {
+          moveInto(own, pid);
+        } catch {
+          // exited meanwhile
+        }
+      }
+    }
     try {
       rmdirSync(parent);
     } catch {

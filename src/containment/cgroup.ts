@@ -3,6 +3,7 @@ import { isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
 import { isPopulated, killAll, subtreeProcs } from './cgroup-fs.js';
 import type { CgroupHost } from './cgroup-host.js';
 import { throughShim } from './cgroup-shim.js';
+import { TreeMembership } from './membership.js';
 import type { Containment, LaunchPlan } from './types.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
@@ -10,17 +11,26 @@ const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 const NO_CONT = new Set<NodeJS.Signals>(['SIGKILL', 'SIGCONT', 'SIGSTOP', 'SIGTSTP', 'SIGTTIN', 'SIGTTOU']);
 
 /**
- * Linux cgroup v2: the run lives in its own cgroup, which no descendant can leave without
- * privileges — setsid, double forks and cleared environments included. Members are the cgroup's
- * processes; SIGKILL is one write to cgroup.kill; the tree is extinct when cgroup.events says
- * `populated 0`.
+ * Linux cgroup v2: the run lives in its own cgroup, which no descendant leaves without privileges —
+ * setsid, double forks and cleared environments included. SIGKILL is one write to cgroup.kill.
+ *
+ * A root member can still move itself (or anyone) out, move protected processes in, or remove the
+ * cgroup. So the tree is the union the other modes use too — cgroup members, holders of the run's
+ * cookie born after its root, and descendants of members — read from the process table whenever
+ * the cgroup showed it no longer holds everything (a member left it, the cgroup vanished), and once
+ * before a termination believes the tree gone. A normal exit whose cgroup is empty costs no scan.
  */
 export class CgroupContainment implements Containment {
   readonly kind = 'cgroup' as const;
   /** The run's cgroup directory (the journal records it, so that a crashed supervisor's runs can be reaped). */
   readonly cgroupPath: string;
-  private root: ProcessInfo | null = null;
-  private inside = new Set<string>();
+  private readonly membership: TreeMembership;
+  private inside = new Map<string, ProcessInfo>();
+  /** The cgroup no longer holds the whole tree: every scan reads the process table too. */
+  private wide = false;
+  private signalled = false;
+  /** A protected process was found inside: the cgroup is never killed whole again. */
+  private noWholeKill = false;
   private released = false;
 
   constructor(
@@ -29,8 +39,10 @@ export class CgroupContainment implements Containment {
     private readonly table: ProcessTable,
     private readonly guard: Guard,
     private readonly deliverer: Deliverer,
+    cookie: string | null,
   ) {
     this.cgroupPath = host.createRun(name);
+    this.membership = new TreeMembership(table, guard, cookie, false, deliverer.notes);
   }
 
   get notes(): readonly string[] {
@@ -41,36 +53,41 @@ export class CgroupContainment implements Containment {
     return throughShim({ ...plan, newSession: true }, `${this.cgroupPath}/cgroup.procs`);
   }
 
-  async attach(pid: number): Promise<void> {
-    this.root = await this.table.get(pid);
+  attach(pid: number): Promise<void> {
+    return this.membership.attach(pid);
+  }
+
+  lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] } {
+    return { root: this.membership.rootInfo, members: this.membership.knownMembers };
   }
 
   async members(): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
-    const out = new Map<string, ProcessInfo>();
-    const populated = isPopulated(this.cgroupPath);
-    if (populated === null) this.note(`cgroup ${this.cgroupPath} disappeared`);
-    if (populated) {
-      for (const pid of subtreeProcs(this.cgroupPath)) {
-        const info = await this.table.get(pid);
-        if (info && !isGone(info) && !this.guard.forbidsPid(pid)) out.set(key(info), info);
-      }
-    }
-    this.inside = new Set(out.keys());
+    const out = await this.cgroupMembers();
     // Until the shim has written itself into cgroup.procs the root is outside; it has forked
     // nothing yet, so the root alone is the whole tree then.
-    const root = this.root;
-    if (root && !this.inside.has(key(root))) {
+    const root = this.membership.rootInfo;
+    if (root && !out.has(key(root))) {
       const fresh = await this.table.get(root.pid);
       if (fresh && !isGone(fresh) && fresh.startTime === root.startTime) out.set(key(fresh), fresh);
+    }
+    // Once signalled, "gone" is only believed after the table agrees: the cgroup alone cannot see
+    // members that were moved out before we first looked.
+    if (this.wide || (this.signalled && out.size === 0)) {
+      const before = out.size;
+      for (const m of await this.membership.scan()) out.set(key(m), m);
+      if (!this.wide && out.size > before) {
+        this.widen(`${out.size - before} member(s) of the run were outside cgroup ${this.cgroupPath}`);
+      }
     }
     return [...out.values()];
   }
 
   async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {
+    this.signalled = true;
     let pending = members;
     const reached: ProcessInfo[] = [];
-    if (signal === 'SIGKILL' && members.some((m) => this.inside.has(key(m)))) {
+    if (signal === 'SIGKILL' && members.some((m) => this.inside.has(key(m))) && this.mayKillWhole()) {
       try {
         if (killAll(this.cgroupPath)) {
           reached.push(...members.filter((m) => this.inside.has(key(m))));
@@ -94,6 +111,62 @@ export class CgroupContainment implements Containment {
     if (this.released) return;
     this.released = true;
     this.host.releaseRun(this.cgroupPath);
+  }
+
+  /** The live processes of the cgroup now; notes members that left it since the last look. */
+  private async cgroupMembers(): Promise<Map<string, ProcessInfo>> {
+    const out = new Map<string, ProcessInfo>();
+    const populated = isPopulated(this.cgroupPath);
+    if (populated === null) {
+      this.widen(
+        `cgroup ${this.cgroupPath} disappeared; its members are followed by identity, cookie and parent links`,
+      );
+    }
+    if (populated) {
+      for (const pid of subtreeProcs(this.cgroupPath)) {
+        const info = await this.table.get(pid);
+        if (info && !isGone(info) && !this.guard.forbidsPid(pid)) out.set(key(info), info);
+      }
+    }
+    for (const [k, m] of this.inside) {
+      if (out.has(k) || this.guard.forbidsPid(m.pid)) continue;
+      const now = await this.table.get(m.pid);
+      if (now && !isGone(now) && now.startTime === m.startTime) {
+        this.widen(`pid ${m.pid} left cgroup ${this.cgroupPath}; it is still followed as a member`);
+      }
+    }
+    this.inside = out;
+    this.membership.remember(out.values());
+    return new Map(out);
+  }
+
+  /**
+   * Whether cgroup.kill may be written: never while a protected process (procwarden, an ancestor,
+   * pid 1; a root member can write any pid into cgroup.procs) is inside. Those are moved back to
+   * our own cgroup, and the run's SIGKILLs go by pid, identity-checked, from then on.
+   */
+  private mayKillWhole(): boolean {
+    if (this.noWholeKill) return false;
+    const held = subtreeProcs(this.cgroupPath).filter((pid) => this.guard.forbidsPid(pid));
+    if (held.length === 0) return true;
+    this.noWholeKill = true;
+    const moved: string[] = [];
+    for (const pid of held) {
+      try {
+        moved.push(`${pid} to ${this.host.evict(pid)}`);
+      } catch (error) {
+        moved.push(`${pid} could not be moved (${(error as NodeJS.ErrnoException).code ?? error})`);
+      }
+    }
+    this.note(
+      `cgroup ${this.cgroupPath} held protected pid(s) ${held.join(', ')} (procwarden, an ancestor or pid 1): moved ${moved.join(', ')}; cgroup.kill is not used for this run, SIGKILL goes to members one by one`,
+    );
+    return false;
+  }
+
+  private widen(why: string): void {
+    this.wide = true;
+    this.note(why);
   }
 
   private note(text: string): void {

@@ -58,5 +58,13 @@ export class GroupOnlyContainment implements Containment {
     }
   }
 
+  /**
+   * Nothing the exit hook could re-verify: it proves identity from /proc, which is not ours here.
+   * The journal and the watchdog cannot prove it either; this mode's limits are in containmentFallback.
+   */
+  lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] } {
+    return { root: null, members: [] };
+  }
+
   async release(): Promise<void> {}
 }

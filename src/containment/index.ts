@@ -51,7 +51,7 @@ export function createContainment(mode: ContainmentMode, ctx: ContainmentContext
         "containment 'cgroup' needs a supervisor with cgroup support; use 'auto' or 'process-group'.",
       );
     }
-    return new CgroupContainment(ctx.cgroups, ctx.name, ctx.table, guard, deliverer);
+    return new CgroupContainment(ctx.cgroups, ctx.name, ctx.table, guard, deliverer, ctx.cookie);
   };
   switch (mode) {
     case 'none':

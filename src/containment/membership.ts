@@ -22,10 +22,22 @@ export class TreeMembership {
     private readonly guard: Guard,
     private readonly cookie: string | null,
     private readonly useGroup: boolean,
+    /** Where a scan that could not confirm an empty tree says so. */
+    private readonly notes: string[] = [],
   ) {}
 
   get rootInfo(): ProcessInfo | null {
     return this.root;
+  }
+
+  /** Every process ever seen as a member (the exit hook re-verifies each before signalling it). */
+  get knownMembers(): ProcessInfo[] {
+    return [...this.known.values()];
+  }
+
+  /** Members found by other means (a cgroup's list): their descendants belong to the tree too. */
+  remember(members: Iterable<ProcessInfo>): void {
+    for (const m of members) this.known.set(key(m), m);
   }
 
   async attach(pid: number): Promise<void> {
@@ -41,6 +53,11 @@ export class TreeMembership {
     for (let i = 0; members.length === 0 && i < CONFIRM_SCANS; i++) {
       members = await this.scanOnce();
       if (this.vanished === 0) break;
+    }
+    if (members.length === 0 && this.vanished > 0) {
+      const text =
+        'processes kept vanishing mid-scan faster than they could be read: that nothing of the tree is left could not be confirmed';
+      if (!this.notes.includes(text)) this.notes.push(text);
     }
     return members;
   }

@@ -19,7 +19,7 @@ export abstract class ScannedContainment implements Containment {
     cookie: string | null,
     useGroup: boolean,
   ) {
-    this.membership = new TreeMembership(table, guard, cookie, useGroup);
+    this.membership = new TreeMembership(table, guard, cookie, useGroup, deliverer.notes);
   }
 
   get notes(): readonly string[] {
@@ -40,6 +40,10 @@ export abstract class ScannedContainment implements Containment {
     const reached: ProcessInfo[] = [];
     for (const m of members) if ((await this.deliverer.toMember(m, signal)) === 'sent') reached.push(m);
     return reached;
+  }
+
+  lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] } {
+    return { root: this.membership.rootInfo, members: this.membership.knownMembers };
   }
 
   async release(): Promise<void> {}

@@ -1,4 +1,5 @@
 import type { ChildHandle, KillTarget } from '../kill/index.js';
+import type { ProcessInfo } from '../tree/index.js';
 import type { UsedContainment } from '../types.js';
 
 /** What a launcher needs to start a command; containments adjust it before the spawn. */
@@ -27,6 +28,11 @@ export interface Containment extends KillTarget {
    * handle on it, the last resort when nothing else can end it.
    */
   attach(pid: number, child?: ChildHandle): Promise<void>;
+  /**
+   * The run's root as recorded at attach and every member seen so far, each with the identity it
+   * had then: what the host's exit hook may still reach, synchronously, after re-verifying it.
+   */
+  lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] };
   /** Frees what the containment holds (a cgroup directory...). Idempotent. */
   release(): Promise<void>;
 }

@@ -41,5 +41,10 @@ export class WindowsTreeContainment implements Containment {
     return this.target.signal(signal, members);
   }
 
+  /** Nothing: the exit hook verifies identity through /proc, which Windows does not have. */
+  lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] } {
+    return { root: null, members: [] };
+  }
+
   async release(): Promise<void> {}
 }

@@ -35,6 +35,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   const t0 = clock.now();
   const reports = new Map<string, MemberReport & { info: ProcessInfo }>();
   let killedAt: number | null = null;
+  const notes: string[] = [];
 
   const record = (members: ProcessInfo[], signal: NodeJS.Signals) => {
     const atMs = Math.round(clock.now() - t0);
@@ -86,7 +87,13 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, graceFrom);
     if (members.length > 0) {
       killedAt = clock.now();
-      members = await killUntilGone(target, plan, members, (m) => send('SIGKILL', m));
+      const kill = await killUntilGone(target, plan, members, (sig, m) => send(sig, m));
+      members = kill.left;
+      if (members.length > 0 && kill.reforking) {
+        notes.push(
+          `${members.length} process(es) kept forking under new sessions faster than they could be stopped; counted as escaped`,
+        );
+      }
     }
   }
 
@@ -104,7 +111,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     escalated: killedAt !== null,
     durationMs: Math.round(clock.now() - t0),
     graceUsedMs: killedAt === null ? null : Math.round(killedAt - graceFrom),
-    notes: [...(target.notes ?? [])],
+    notes: [...(target.notes ?? []), ...notes],
   };
 }
 
@@ -144,18 +151,32 @@ async function waitForGrace(
   }
 }
 
-/** SIGKILL until nothing is left (Bazel's process-wrapper does the same), within a bound. */
+/**
+ * SIGKILL until nothing is left (Bazel's process-wrapper does the same), within a bound. When a
+ * scan after a SIGKILL shows processes born since (a member forking in a loop, or one that re-forks
+ * under a new session on every signal, a "pid-hopper"), every member is first stopped (SIGSTOP
+ * cannot be caught) and the tree rescanned until no new one appears: stopped processes cannot fork
+ * while the rest are being found. The freeze only comes after a first SIGKILL, so the graceful
+ * signal is never preceded by a stop and a quiet tree pays nothing for it.
+ */
 async function killUntilGone(
   target: KillTarget,
   plan: TerminatePlan,
   first: ProcessInfo[],
-  kill: (m: ProcessInfo[]) => Promise<void>,
-): Promise<ProcessInfo[]> {
+  send: (signal: NodeJS.Signals, m: ProcessInfo[]) => Promise<void>,
+): Promise<{ left: ProcessInfo[]; reforking: boolean }> {
   const start = plan.clock.now();
   const giveUpAt = start + (plan.killTimeoutMs ?? 3000);
+  const killed = new Set<string>();
+  let reforking = false;
   let members = first;
   while (members.length > 0) {
-    await kill(members);
+    if (killed.size > 0 && members.some((m) => !killed.has(key(m)))) {
+      reforking = true;
+      members = await freeze(target, plan, members, (m) => send('SIGSTOP', m), giveUpAt);
+    }
+    await send('SIGKILL', members);
+    for (const m of members) killed.add(key(m));
     // Wait on the killed members by pid; a full scan (which also finds late forks) at least
     // every MAX_POLL_MS, and once they are all gone.
     const scanAt = plan.clock.now() + MAX_POLL_MS;
@@ -169,7 +190,30 @@ async function killUntilGone(
     members = await target.members();
     if (plan.clock.now() >= giveUpAt) break;
   }
-  return members;
+  return { left: members, reforking };
+}
+
+/** Rounds of stop-and-rescan before the stopped members are killed anyway. */
+const FREEZE_ROUNDS = 20;
+
+/** Stops every member, rescanning until a scan finds no one new; returns the members then. */
+async function freeze(
+  target: KillTarget,
+  plan: TerminatePlan,
+  members: ProcessInfo[],
+  stop: (m: ProcessInfo[]) => Promise<void>,
+  giveUpAt: number,
+): Promise<ProcessInfo[]> {
+  const stopped = new Set<string>();
+  let now = members;
+  for (let round = 0; round < FREEZE_ROUNDS && plan.clock.now() < giveUpAt; round++) {
+    const fresh = now.filter((m) => !stopped.has(key(m)));
+    if (fresh.length === 0) break;
+    await stop(fresh);
+    for (const m of fresh) stopped.add(key(m));
+    now = await target.members();
+  }
+  return now;
 }
 
 /** The members from `from` on that are still alive (same identity, not a zombie). */

@@ -1,25 +1,70 @@
+import { readFileSync } from 'node:fs';
 import { CgroupRemains } from '../journal/index.js';
+import { isGone, type ProcessInfo, parseStat } from '../tree/index.js';
 import type { ManagedRun } from './managed-run.js';
 
 /**
  * The host is exiting with runs still alive: nothing asynchronous will run again, so this is
- * synchronous and blunt. SIGKILL to each live run's own process group and cgroup.kill to its
- * cgroup. A group is only signalled when the run created it (started in a new session, so the group
- * is never ours). Journal records stay: a later `reap` sweeps
- * escapees that were in neither (setsid grandchildren) by their cookie.
+ * synchronous and blunt, SIGKILL, but never blind. Each live run's cgroup gets cgroup.kill unless a
+ * protected process (this one, an ancestor, pid 1) is inside, in which case its other processes are
+ * killed by pid. Its process group is signalled only through its leader, the run's root, whose
+ * identity (pid + start time) is read again from /proc just before: a group whose leader exited may
+ * be gone and its number reused by someone else's group. Every member seen so far is killed by pid
+ * after the same check. Where there is no /proc nothing can be verified, so only the cgroup (Linux
+ * only anyway) is killed. Journal records stay: a later `reap` sweeps what this missed.
  */
 export function killLiveRunsNow(runs: readonly ManagedRun[]): void {
+  const shield = ancestry();
+  const forbidden = (pid: number) => pid <= 1 || shield.pids.has(pid);
   for (const run of runs) {
     if (run.state === 'exited') continue;
     const cgroup = run.cgroupPath ? CgroupRemains.open(run.cgroupPath) : null;
-    // A cgroup that holds this process is never killed (what is left of it is reap's business).
-    if (cgroup && typeof cgroup !== 'string') cgroup.kill((pid) => pid <= 1 || pid === process.pid);
-    const pgid = run.pgid;
-    if (pgid === null || pgid <= 1 || pgid === process.pid) continue;
-    try {
-      process.kill(-pgid, 'SIGKILL');
-    } catch {
-      // the group is already empty
+    if (cgroup && typeof cgroup !== 'string' && cgroup.kill(forbidden) !== null) {
+      // Refused or failed: its processes one by one (listed by the kernel just now).
+      for (const pid of cgroup.pids()) if (!forbidden(pid)) sigkill(pid);
     }
+    const { root, members } = run.lastSeen();
+    const pgid = run.pgid;
+    const leader = root && root.pid === pgid ? verified(root) : null;
+    if (pgid !== null && leader?.pgid === pgid && !forbidden(pgid) && !shield.groups.has(pgid))
+      sigkill(-pgid);
+    for (const m of members) if (!forbidden(m.pid) && verified(m)) sigkill(m.pid);
   }
+}
+
+function sigkill(target: number): void {
+  try {
+    process.kill(target, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+function current(pid: number): ProcessInfo | null {
+  try {
+    return parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** The process now at `m.pid` when it is still `m` (same start time) and not a zombie. */
+function verified(m: ProcessInfo): ProcessInfo | null {
+  const now = current(m.pid);
+  return now && !isGone(now) && now.startTime === m.startTime ? now : null;
+}
+
+/** This process and its ancestors, with their groups: never signalled. */
+function ancestry(): { pids: Set<number>; groups: Set<number> } {
+  const pids = new Set<number>([process.pid]);
+  const groups = new Set<number>();
+  let pid = process.pid;
+  for (let hops = 0; hops < 4096 && pid > 1; hops++) {
+    const info = current(pid);
+    if (!info) break;
+    pids.add(info.pid);
+    groups.add(info.pgid);
+    pid = info.ppid;
+  }
+  return { pids, groups };
 }

@@ -5,7 +5,7 @@ import { type SendSignal, terminate } from '../kill/index.js';
 import { checkPtyCells, type NormalSpec, normalizeSignal } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
-import type { ProcessTable } from '../tree/index.js';
+import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 import type {
   CancelOptions,
   RunHandle,
@@ -125,6 +125,11 @@ export class ManagedRun implements RunHandle {
   /** Where the containment holds the run, when it is a cgroup. */
   get cgroupPath(): string | undefined {
     return this.hold.cgroupPath;
+  }
+
+  /** The root and members the containment has seen, as recorded (see Containment.lastSeen). */
+  lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] } {
+    return this.hold.lastSeen();
   }
 
   start(): void {
@@ -364,7 +369,7 @@ export class ManagedRun implements RunHandle {
 
   private complete(report: TerminateReport | null): void {
     const reason = this.reason ?? 'exit';
-    const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? [])];
+    const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? this.hold.notes ?? [])];
     const result: RunResult = {
       id: this.id,
       reason,
@@ -383,7 +388,9 @@ export class ManagedRun implements RunHandle {
         killed: report?.killed ?? 0,
         escaped: report?.escaped ?? 0,
         leftovers: this.leftovers,
-        report: report ? { ...report, notes: [...notes] } : null,
+        // One array: the result's notes, the tree's and the report's say the same things.
+        report: report ? { ...report, notes } : null,
+        notes,
       },
       notes,
       ...(this.spawnError
@@ -398,8 +405,7 @@ export class ManagedRun implements RunHandle {
     this.hold.release().then(
       () => this.deliver(result),
       (error) => {
-        result.notes.push(`containment release failed: ${error}`);
-        result.tree.report?.notes.push(`containment release failed: ${error}`);
+        notes.push(`containment release failed: ${error}`);
         this.deliver(result);
       },
     );

@@ -59,25 +59,62 @@ export class ProcfsTable implements ProcessTable {
     const names = [...new Set(queries.map((q) => q.name))];
     const processes: ProcessInfo[] = [];
     const holders = queries.map(() => new Set<number>());
-    let vanished = 0;
-    for (const pid of this.pids()) {
+    const retried = new Map<number, number>();
+    /** 'ok'; 'gone' (vanished, or died since the run began); 'again': alive, environment unreadable (mid-exec). */
+    const read = (pid: number, last: boolean): 'ok' | 'gone' | 'again' => {
       const info = this.getSync(pid);
-      if (!info) {
-        vanished++;
-        continue;
+      if (!info) return 'gone';
+      const start = Number(info.startTime);
+      // Kernel threads (children of kthreadd, pid 2) have no environment and never a cookie.
+      if (queries.length > 0 && start >= lowest && info.ppid !== 2 && info.pid !== 2) {
+        // Dead since the run began (a zombie: PID 1 may never reap it): it may have forked a
+        // child this pass did not list.
+        if (info.state === 'Z' || info.state === 'X') {
+          processes.push(info);
+          return 'gone';
+        }
+        const env = this.environ(pid);
+        if (!env || env.length === 0) {
+          const tries = (retried.get(pid) ?? 0) + 1;
+          retried.set(pid, tries);
+          if (!last && tries <= MAX_REREADS) return 'again';
+          processes.push(info);
+          return tries <= MAX_REREADS ? 'again' : 'ok'; // still empty: an environment of its own
+        }
+        for (const name of names) {
+          const value = envValue(env, name);
+          if (value === null) continue;
+          queries.forEach((q, i) => {
+            if (q.name === name && q.value === value && start >= (floors[i] as number)) holders[i]?.add(pid);
+          });
+        }
       }
       processes.push(info);
-      const start = Number(info.startTime);
-      if (queries.length === 0 || start < lowest) continue;
-      const env = this.environ(pid);
-      if (!env) continue;
-      for (const name of names) {
-        const value = envValue(env, name);
-        if (value === null) continue;
-        queries.forEach((q, i) => {
-          if (q.name === name && q.value === value && start >= (floors[i] as number)) holders[i]?.add(pid);
-        });
+      return 'ok';
+    };
+    // A process that vanished or died mid-sweep may have forked first (a process that re-forks
+    // under a new session again and again is always alive as one of its generations, yet each is
+    // read after it exited): the pids that appeared since the listing are read at once, with those
+    // whose environment could not be read yet, until a pass sees nothing vanish. Its generation
+    // alive at the last listing is then among what was read.
+    let batch = this.pids();
+    const listed = new Set(batch);
+    let vanished = 0;
+    for (let pass = 0; pass < CHASE_PASSES && batch.length > 0; pass++) {
+      const last = pass === CHASE_PASSES - 1;
+      const again: number[] = [];
+      vanished = 0;
+      for (const pid of batch) {
+        const outcome = read(pid, last);
+        if (outcome === 'again') again.push(pid);
+        if (outcome !== 'ok') vanished++;
       }
+      if (vanished === 0) break;
+      const born = this.pids().filter((pid) => !listed.has(pid));
+      for (const pid of born) listed.add(pid);
+      // Nothing born since and nothing to read again: whatever vanished left no one unread.
+      if (born.length === 0 && again.length === 0) vanished = 0;
+      batch = [...again, ...born];
     }
     return queries.map((_, i) => ({ processes, holders: holders[i] as Set<number>, vanished }));
   }
@@ -127,6 +164,11 @@ export class ProcfsTable implements ProcessTable {
     }
   }
 }
+
+/** Re-listings of /proc in one sweep while processes keep vanishing (a busy host always has some). */
+const CHASE_PASSES = 32;
+/** Reads of a live process whose environment is empty (mid-exec) before it is believed empty. */
+const MAX_REREADS = 3;
 
 const envNeedle = (name: string, value: string) => Buffer.from(`${name}=${value}\0`);
 

@@ -26,7 +26,10 @@ export interface Sweep {
   processes: ProcessInfo[];
   /** Pids (of `processes`) whose environment holds the queried entry. */
   holders: Set<number>;
-  /** Entries listed by the directory read that were gone by the time they were read. */
+  /**
+   * Entries listed that were gone by the time they were read, and may have left a child nobody
+   * read (0 when a later listing showed every process born meanwhile, and those were read).
+   */
   vanished: number;
 }
 
