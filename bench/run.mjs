@@ -31,6 +31,7 @@ const FIGURES = [
   'startup',
   'tree-kill-survivors',
   'stalled-reader',
+  'survivors',
 ];
 
 const machine = {
