@@ -255,7 +255,10 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
   let scratch: string | null = null;
   try {
     const script = writeTree(dir, c.root);
-    if (c.trigger === 'host-dies') return await hostDies(c, dir, script);
+    if (c.trigger === 'host-dies') {
+      problems.push(...(await hostDies(c, dir, script)));
+      return problems;
+    }
     let run: { id: string; pid: number | undefined } | undefined;
     const sup = new Supervisor({ send: recorder(dir, problems, stats, () => run) });
     const controller = new AbortController();
@@ -327,7 +330,21 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
       problems.push(`run cgroup ${handle.id} not removed`);
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true }); // also ends any hopper chain
+    // Nothing of the tree may still write here once the checks passed: a writer now is a survivor
+    // the scans missed (a hopper chain's heartbeat). Report it; the stop file then ends the chain.
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch (error) {
+      problems.push(
+        `something still wrote into the tree's directory after the checks (${(error as NodeJS.ErrnoException).code})`,
+      );
+      try {
+        writeFileSync(join(dir, 'stop'), '');
+      } catch {
+        // the directory is going
+      }
+      rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+    }
     if (scratch) await removeScratch(scratch);
   }
   return problems;
