@@ -150,6 +150,27 @@ describe('procwarden timeout: as timeout(1) documents it', () => {
     expect(r.stdout.toString()).toBe('ABC\n');
   });
 
+  // Node makes a piped stdout/stderr non-blocking when it first wraps it, and the command shares
+  // that open file: `procwarden timeout 5 yes | head -1` failed with "yes: standard output:
+  // Resource temporarily unavailable" (EAGAIN) instead of dying of SIGPIPE as under timeout(1).
+  // The sleep only lets procwarden finish setting up; too short, it could only hide the bug.
+  it('the command’s stdout and stderr pipes stay blocking, as under timeout(1)', async () => {
+    const r = await timeout([
+      '5',
+      'sh',
+      '-c',
+      'sleep 1; grep -h ^flags /proc/self/fdinfo/1 /proc/self/fdinfo/2',
+    ]);
+    expect(r.status).toBe(0);
+    const flags = r.stdout
+      .toString()
+      .trim()
+      .split('\n')
+      .map((line) => Number.parseInt(line.replace(/^flags:\s*/, ''), 8));
+    expect(flags).toHaveLength(2);
+    for (const f of flags) expect(f & 0o4000).toBe(0); // O_NONBLOCK
+  });
+
   it.skipIf(!existsSync('/usr/bin/script'))('the command sees the caller’s TTY', () => {
     const r = spawnSync(
       '/usr/bin/script',

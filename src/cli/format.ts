@@ -1,3 +1,5 @@
+import type { TerminateReport } from '../types.js';
+
 /** 14 ms, 1.5 s, 2 min 5 s, 3 h 20 min: short, and exact enough for a person. */
 export function formatMs(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
@@ -18,6 +20,10 @@ export function formatAge(ms: number): string {
 }
 
 export const processes = (n: number) => `${n} process${n === 1 ? '' : 'es'}`;
+
+/** How many members got SIGKILL: a survivor of it counts too (report.killed counts only the dead). */
+export const sigkillSent = (report: TerminateReport) =>
+  report.members.filter((m) => m.signals.some((s) => s.signal === 'SIGKILL')).length;
 
 function trim(value: number): string {
   return String(Math.round(value * 100) / 100);

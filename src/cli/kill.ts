@@ -5,7 +5,7 @@ import type { MemberReport, TerminateReport } from '../types.js';
 import { parseOptions, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
-import { formatMs, processes } from './format.js';
+import { formatMs, processes, sigkillSent } from './format.js';
 import { KILL_HELP } from './help.js';
 import { platformDetails } from './proc-details.js';
 
@@ -75,7 +75,7 @@ function refusal(pid: number): Outcome | null {
 
 /** Whatever got SIGKILL is said so: "no SIGKILL needed" only when none was sent. */
 function sigkillText(report: TerminateReport): string {
-  const sent = report.members.filter((m) => m.signals.some((s) => s.signal === 'SIGKILL')).length;
+  const sent = sigkillSent(report);
   if (sent === 0) return 'no SIGKILL needed';
   if (sent === report.killed) return `${report.killed} needed SIGKILL`;
   return `SIGKILL sent to ${sent}, ${report.killed} died of it`;

@@ -1,6 +1,6 @@
 import type { RunResult } from '../types.js';
 import type { Paint } from './colour.js';
-import { formatMs, processes } from './format.js';
+import { formatMs, processes, sigkillSent } from './format.js';
 
 export interface StopContext {
   timeoutMs: number;
@@ -42,12 +42,12 @@ export function stopLine(result: RunResult, ctx: StopContext, paint: Paint): str
   if (report && report.signalled > 0) {
     const first = report.members.find((m) => m.signals.length > 0)?.signals[0]?.signal ?? 'a signal';
     parts.push(`${first} to ${processes(report.signalled)}`);
-    if (report.killed > 0) {
-      const grace = report.graceUsedMs ?? ctx.graceMs;
-      parts.push(`${report.killed} needed SIGKILL after ${formatMs(grace)}`);
-    } else {
-      parts.push('no SIGKILL needed');
-    }
+    // "no SIGKILL needed" only when none was sent: a member that survived it was sent it too.
+    const sent = sigkillSent(report);
+    const grace = formatMs(report.graceUsedMs ?? ctx.graceMs);
+    if (sent === 0) parts.push('no SIGKILL needed');
+    else if (sent === report.killed) parts.push(`${report.killed} needed SIGKILL after ${grace}`);
+    else parts.push(`SIGKILL after ${grace} to ${sent}, ${report.killed} died of it`);
     parts.push(
       report.escaped > 0
         ? paint('red', `${report.escaped} could not be killed`)

@@ -75,6 +75,9 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const foreground = values.foreground === true;
   // A closed stderr (`timeout -v ... 2>&1 | :`) loses our lines; it must not change our status.
   process.stderr.on('error', () => {});
+  // Wrapping a piped stdout/stderr makes Node set O_NONBLOCK on it, and the command shares that
+  // open file: it would get EAGAIN from a full pipe. Wrap both now (before the spawn) and undo it.
+  for (const stream of [process.stdout, process.stderr]) keepBlocking(stream);
   const said = new Set<string>();
   const say = (sig: TimeoutSignal) => {
     const name = shortName(sig);
@@ -195,4 +198,10 @@ async function killRestOnceCommandExits(handle: RunHandle, timers: TimerHandle[]
     timers.push(realClock.setTimeout(poll, POLL_MS));
   };
   await poll();
+}
+
+/** Clears O_NONBLOCK on a pipe or socket stdio stream (Node sets it; a TTY is reopened, a file has no handle). */
+function keepBlocking(stream: NodeJS.WriteStream): void {
+  const handle = (stream as { _handle?: { setBlocking?: (blocking: boolean) => number } })._handle;
+  handle?.setBlocking?.(true);
 }
