@@ -73,6 +73,10 @@ function generate(seed: number): Case {
   const rng = prng(seed);
   // The host's death costs two Node processes (host, watchdog): one case in ten.
   const trigger = rng.next() < 0.1 ? 'host-dies' : rng.pick(TRIGGERS);
+  const mode = trigger === 'tamper' ? 'cgroup' : rng.pick(MODES);
+  // A pid-hopper is held only where its forks cannot leave what is killed at once: an untouched
+  // cgroup. Elsewhere procwarden may only count it as escaped (test/edges.test.ts checks that).
+  const kinds = mode === 'cgroup' && trigger !== 'tamper' ? KINDS : KINDS.filter((k) => k !== 'hopper');
   let budget = rng.int(1, MAX_MEMBERS);
   let n = 0;
   const node = (depth: number, start: MemberStart, kind: MemberKind): TreeNode => {
@@ -81,14 +85,14 @@ function generate(seed: number): Case {
     if (kind === 'exits') self.exitAfter = rng.int(5, 30) / 100;
     const width = depth < 4 ? Math.min(rng.int(0, 5), budget) : 0;
     for (let i = 0; i < width && budget > 0; i++) {
-      self.children.push(node(depth + 1, rng.pick(STARTS), rng.pick(KINDS)));
+      self.children.push(node(depth + 1, rng.pick(STARTS), rng.pick(kinds)));
     }
     return self;
   };
-  const root = node(1, 'child', trigger === 'exit' ? 'exits' : rng.pick(KINDS));
+  const root = node(1, 'child', trigger === 'exit' ? 'exits' : rng.pick(kinds));
   return {
     seed,
-    mode: trigger === 'tamper' ? 'cgroup' : rng.pick(MODES),
+    mode,
     trigger,
     graceMs: rng.int(50, 250),
     timeoutMs: rng.int(20, 300),

@@ -89,9 +89,11 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
       killedAt = clock.now();
       const kill = await killUntilGone(target, plan, members, (sig, m) => send(sig, m));
       members = kill.left;
-      if (members.length > 0 && kill.reforking) {
+      if (members.length > 0) {
         notes.push(
-          `${members.length} process(es) kept forking under new sessions faster than they could be stopped; counted as escaped`,
+          kill.reforking
+            ? `${members.length} process(es) kept forking under new sessions faster than they could be stopped; counted as escaped`
+            : `${members.length} process(es) still alive after SIGKILL for ${plan.killTimeoutMs ?? 3000} ms (uninterruptible, or re-forking faster than the tree could be read); counted as escaped`,
         );
       }
     }
