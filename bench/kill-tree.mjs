@@ -1,7 +1,9 @@
 import pidtree from 'pidtree';
 import treeKill from 'tree-kill';
 import { Supervisor } from '../dist/index.js';
+import { PsTable } from '../dist/tree/index.js';
 import { containmentUnavailable } from './lib/contend.mjs';
+import { loadExeca10, requireExeca10 } from './lib/execa10.mjs';
 import { waitExtinct } from './lib/procs.mjs';
 import { alternate, NotApplicable, withRatios } from './lib/stats.mjs';
 import { spawnRawTree, treeArgv, whenBuilt } from './lib/trees.mjs';
@@ -15,6 +17,25 @@ function rawContender(name, end) {
     async start(size) {
       const tree = spawnRawTree(size);
       return { root: tree.pid, end: () => end(tree.pid) };
+    },
+  };
+}
+
+/** execa 10 with killDescendants: its own process group, ended by subprocess.kill('SIGKILL'). */
+function execa10Contender(loaded) {
+  return {
+    name: 'execa 10 kill() (killDescendants, SIGKILL)',
+    async start(size) {
+      const [file, ...args] = treeArgv(size);
+      const subprocess = requireExeca10(loaded)(file, args, { killDescendants: true, stdio: 'ignore' });
+      const done = subprocess.catch(() => {});
+      return {
+        root: subprocess.pid,
+        async end() {
+          subprocess.kill('SIGKILL');
+          await done;
+        },
+      };
     },
   };
 }
@@ -43,13 +64,23 @@ export default {
   title: 'tree termination to extinction (every member gone or zombie)',
   unit: 'ms',
   async run({ quick, reps, tracker }) {
-    const sizes = quick ? [10, 30] : [10, 100, 500];
+    const sizes = quick ? [10, 30] : [10, 30, 100, 500];
     const sup = new Supervisor();
+    // The path every macOS and BSD user takes, forced here on Linux: the table read by ps.
+    const psSup = new Supervisor({ table: new PsTable() });
     const noCgroup = await containmentUnavailable(sup, 'cgroup');
+    const execa10 = await loadExeca10();
     const contenders = [
       rawContender(RAW, (pid) => process.kill(-pid, 'SIGKILL')),
       procwardenContender('procwarden kill() (process-group)', sup, 'process-group', 'kill', null),
       procwardenContender('procwarden kill() (cgroup)', sup, 'cgroup', 'kill', noCgroup),
+      procwardenContender(
+        'procwarden kill() (process-group, ps table)',
+        psSup,
+        'process-group',
+        'kill',
+        null,
+      ),
       procwardenContender(
         'procwarden cancel() (process-group, SIGTERM)',
         sup,
@@ -57,6 +88,7 @@ export default {
         'cancel',
         null,
       ),
+      execa10Contender(execa10),
       rawContender(
         'tree-kill (SIGKILL)',
         (pid) => new Promise((resolve) => treeKill(pid, 'SIGKILL', resolve)),

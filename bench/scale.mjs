@@ -9,43 +9,56 @@ export default {
   title: 'scale: concurrent runs of a 3-process tree, all ended at once (each repetition in a fresh process)',
   unit: '',
   async run({ quick, reps }) {
-    const runs = quick ? 30 : 1000;
+    // 1000 runs are 3000 processes: the full run only (a shared machine cannot take them in --quick).
+    const sizes = quick ? [30] : [30, 1000];
     const contenders = [
       { name: RAW, worker: 'raw' },
       { name: 'procwarden Supervisor.cancelAll()', worker: 'procwarden' },
     ];
-    const results = new Map(contenders.map((c) => [c, []]));
-    const rows = await alternate(contenders, reps, async (c) => {
-      const r = await runWorker('scale', [c.worker, runs], ['--expose-gc']);
-      results.get(c).push(r);
-      return r.ms;
-    });
-    const summary = (f) =>
-      contenders.map((c) => ({ contender: c.name, ...summarize(results.get(c).map(f)) }));
-    const cases = [
-      { name: `${runs} runs: ms to all extinct`, rows: withRatios(rows, RAW) },
-      {
-        name: `${runs} runs: peak RSS growth MiB`,
-        rows: withRatios(
-          summary((r) => r.rssGrowth / MiB),
-          RAW,
-        ),
-      },
-      { name: `${runs} runs: survivors`, rows: summary((r) => r.survivors) },
-    ];
-    const survivors = [...results.values()].flat().reduce((n, r) => n + r.survivors, 0);
-    const pw = cases[0].rows[1];
+    const cases = [];
+    const goals = [];
+    let survivors = 0;
+    for (const runs of sizes) {
+      const results = new Map(contenders.map((c) => [c, []]));
+      const rows = await alternate(contenders, reps, async (c) => {
+        const r = await runWorker('scale', [c.worker, runs], ['--expose-gc']);
+        results.get(c).push(r);
+        return r.ms;
+      });
+      const summary = (f) =>
+        contenders.map((c) => ({ contender: c.name, ...summarize(results.get(c).map(f)) }));
+      const timed = { name: `${runs} runs: ms to all extinct`, rows: withRatios(rows, RAW) };
+      cases.push(
+        timed,
+        {
+          name: `${runs} runs: peak RSS growth MiB`,
+          rows: withRatios(
+            summary((r) => r.rssGrowth / MiB),
+            RAW,
+          ),
+        },
+        { name: `${runs} runs: survivors`, rows: summary((r) => r.survivors) },
+      );
+      survivors += [...results.values()].flat().reduce((n, r) => n + r.survivors, 0);
+      const pw = timed.rows[1];
+      goals.push({
+        text: `cancelAll of ${runs} runs ≤ 1.5× raw group kills`,
+        value: `${pw.ratio.toFixed(2)}×`,
+        met: pw.ratio <= 1.5,
+      });
+    }
+    if (quick) {
+      goals.push({
+        text: 'cancelAll of 1000 runs ≤ 1.5× raw group kills',
+        value: 'full run only',
+        met: null,
+      });
+    }
+    goals.unshift({ text: 'zero survivors', value: `${survivors}`, met: survivors === 0 });
     return {
       cases,
-      goals: [
-        { text: 'zero survivors', value: `${survivors}`, met: survivors === 0 },
-        {
-          text: 'procwarden time to all extinct (no goal set; ratio)',
-          value: `${pw.ratio.toFixed(2)}× raw`,
-          met: null,
-        },
-      ],
-      notes: [`${runs * 3} processes alive before the end; survivors are counted then killed by pid`],
+      goals,
+      notes: ['each run is a 3-process tree; survivors are counted then killed by pid'],
     };
   },
 };

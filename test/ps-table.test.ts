@@ -1,15 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
-import { ProcwardenError } from '../src/index.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ProcwardenError, Supervisor } from '../src/index.js';
+import { Guard } from '../src/kill/index.js';
 import {
   type CommandRunner,
+  execRunner,
   isGone,
   ProcfsTable,
   PsTable,
   parsePs,
   platformTable,
 } from '../src/tree/index.js';
-import { fixture } from './helpers/procs.js';
+import { alive, fixture, LeakGuard, waitFor } from './helpers/procs.js';
 
 const MACOS = readFileSync(fixture('recorded/ps-macos.txt'), 'utf8');
 
@@ -63,6 +65,58 @@ describe('ps process table (macOS/BSD)', () => {
     expect(calls).toHaveLength(2);
   });
 
+  it('reads asked for in one turn share one ps call: a batched -p list, or the snapshot a list takes', async () => {
+    const lines = MACOS.split('\n');
+    const { runner, calls } = recorded((args) => {
+      if (args.includes('-A')) return { code: 0, stdout: MACOS };
+      const wanted = (args.at(-1) ?? '').split(',');
+      const rows = lines.filter((l) => wanted.includes(l.trim().split(/\s+/)[0] ?? ''));
+      // Like macOS ps: exit 1 when a listed pid does not exist, the others still printed.
+      return { code: rows.length === wanted.length ? 0 : 1, stdout: rows.join('\n') };
+    });
+    const table = new PsTable(runner);
+    const [vim, chrome, none] = await Promise.all([table.get(9191), table.get(4051), table.get(4242)]);
+    expect(vim).toMatchObject({ pid: 9191, command: 'vim', startTime: 'Mon Nov 30 0:02:08 2026' });
+    expect(chrome?.pid).toBe(4051);
+    expect(none).toBeNull();
+    expect(calls).toEqual([['ps', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=', '-p', '9191,4051,4242']]);
+
+    calls.length = 0;
+    const [list, one] = await Promise.all([table.list(), table.get(9190)]);
+    expect(list).toHaveLength(10);
+    expect(one?.command).toBe('sleep');
+    expect(calls).toEqual([['ps', '-A', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=']]);
+
+    // A read asked after an answer came back is a fresh call: nobody is given an older view.
+    calls.length = 0;
+    await table.get(9191);
+    await table.get(9191);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('ancestry is one snapshot: the chain up to (not including) PID 1, nearest first', async () => {
+    const { runner, calls } = recorded(() => ({ code: 0, stdout: MACOS }));
+    const table = new PsTable(runner);
+    expect((await table.ancestry(9190)).map((p) => p.pid)).toEqual([9190, 9188, 9120]);
+    expect((await table.ancestry(4077)).map((p) => p.pid)).toEqual([4077, 4051]);
+    expect(await table.ancestry(4242)).toEqual([]);
+    expect(calls).toHaveLength(3);
+    expect(calls.every((c) => c.includes('-A'))).toBe(true);
+  });
+
+  it('the guard reads our ancestry with one ps call, whatever its depth', async () => {
+    let calls = 0;
+    const counting: CommandRunner = (file, args) => {
+      calls++;
+      return execRunner(file, args);
+    };
+    const guard = await Guard.load(new PsTable(counting));
+    expect(calls).toBe(1);
+    expect(guard.isOwnOrAncestor(process.pid)).toBe(true);
+    expect(guard.isOwnOrAncestor(process.ppid)).toBe(true);
+    expect(guard.forbidsGroup(new ProcfsTable().getSync(process.pid)?.pgid ?? -1)).toBe(true);
+  });
+
   it('a ps that cannot run is a typed error that says what to do', async () => {
     const missing: CommandRunner = async () => ({
       code: null,
@@ -88,6 +142,61 @@ describe('ps process table (macOS/BSD)', () => {
     expect(list.length).toBeGreaterThan(2);
     // Identity is stable between two reads.
     expect((await ps.get(process.pid))?.startTime).toBe(me?.startTime);
+  });
+});
+
+describe('forced on Linux: what a supervised run costs in ps calls', () => {
+  const leaks = new LeakGuard();
+  afterEach(() => leaks.check());
+
+  /** A supervisor on the real ps, counting every call it makes. */
+  function counted() {
+    const counter = { calls: 0 };
+    const runner: CommandRunner = (file, args) => {
+      counter.calls++;
+      return execRunner(file, args);
+    };
+    const sup = new Supervisor({ table: new PsTable(runner) });
+    leaks.trackCookie(sup.id);
+    return { sup, counter };
+  }
+
+  /** `size` processes: a shell and its sleeping children. */
+  const flatTree = (size: number) => [
+    'sh',
+    '-c',
+    `i=1; while [ $i -lt ${size} ]; do sleep 600 & i=$((i + 1)); done; wait`,
+  ];
+
+  it('spawn + wait costs a few calls, not one per ancestor of ours', async () => {
+    const { sup, counter } = counted();
+    const r = await sup.spawn({ argv: ['/bin/true'], containment: 'process-group' }).result;
+    expect(r.reason).toBe('exit');
+    // The identity of the child (one call, shared by the journal), then the leftover scan and its
+    // confirming rescan, each an ancestry snapshot plus the table snapshot: 5, whatever our depth.
+    expect(counter.calls).toBeLessThanOrEqual(5);
+  });
+
+  it('cancel(): the calls grow by at most one per extra member, not one per member per poll', async () => {
+    const cost = async (size: number) => {
+      const { sup, counter } = counted();
+      const handle = sup.spawn({ argv: flatTree(size), containment: 'process-group', graceMs: 10_000 });
+      const procfs = new ProcfsTable();
+      await waitFor(() => procfs.listSync().filter((p) => p.pgid === handle.pid).length >= size, {
+        what: `${size} processes`,
+      });
+      counter.calls = 0;
+      handle.cancel();
+      const r = await handle.result;
+      expect(r.tree.escaped).toBe(0);
+      expect(alive(handle.pid ?? -1)).toBe(false);
+      return counter.calls;
+    };
+    const small = await cost(10);
+    const large = await cost(30);
+    // What remains per member is terminate's liveness read of each member as it is seen gone
+    // (read one after the other, so no batching can share them); the scans cost the same at any size.
+    expect(large - small).toBeLessThanOrEqual(20 + 4);
   });
 });
 

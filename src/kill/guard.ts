@@ -1,4 +1,4 @@
-import type { ProcessTable } from '../tree/index.js';
+import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 
 /**
  * Invariant 2: never signal pid <= 1, ourselves, an ancestor of ours, or a process group that
@@ -18,13 +18,9 @@ export class Guard {
   async refresh(table: ProcessTable): Promise<void> {
     const pids = new Set<number>([process.pid]);
     const groups = new Set<number>();
-    let pid = process.pid;
-    for (let hops = 0; hops < 4096 && pid > 1; hops++) {
-      const info = await table.get(pid);
-      if (!info) break;
+    for (const info of table.ancestry ? await table.ancestry(process.pid) : await walkUp(table)) {
       pids.add(info.pid);
       groups.add(info.pgid);
-      pid = info.ppid;
     }
     this.pids = pids;
     this.groups = groups;
@@ -41,4 +37,17 @@ export class Guard {
   isOwnOrAncestor(pid: number): boolean {
     return this.pids.has(pid);
   }
+}
+
+/** Our ancestry by one fresh read per ancestor: cheap where a read is a file read (procfs). */
+async function walkUp(table: ProcessTable): Promise<ProcessInfo[]> {
+  const chain: ProcessInfo[] = [];
+  let pid = process.pid;
+  for (let hops = 0; hops < 4096 && pid > 1; hops++) {
+    const info = await table.get(pid);
+    if (!info) break;
+    chain.push(info);
+    pid = info.ppid;
+  }
+  return chain;
 }

@@ -4,14 +4,27 @@ import type { ProcessInfo, ProcessTable } from './types.js';
 
 const FIELDS = 'pid=,ppid=,pgid=,lstart=,stat=,comm=';
 
+/** What the reads asked for in one turn share: one `ps` call, and its rows by pid. */
+interface Batch {
+  pids: Set<number>;
+  all: boolean;
+  rows: Promise<Map<number, ProcessInfo>>;
+}
+
 /**
- * The process table of macOS and the BSDs: one `ps` call per snapshot. Identity is the start time
- * `lstart` prints (to the second), the best those systems offer without native code. ps prints no
- * session id there, so `sid` is -1 for every process. No environment search: ps cannot read
- * another process's environment reliably, so the cookie sweep is a procfs feature.
+ * The process table of macOS and the BSDs. Identity is the start time `lstart` prints (to the
+ * second), the best those systems offer without native code. ps prints no session id there, so
+ * `sid` is -1 for every process. No environment search: ps cannot read another process's
+ * environment reliably, so the cookie sweep is a procfs feature.
+ *
+ * Every `ps` call is a process launch (a quarter of a second on a loaded machine, more on macOS),
+ * so the reads issued in one turn share one call: `get`s become one `ps -p a,b,c`, and a `list`
+ * in the same turn answers them all. The call is made once the turn's synchronous code and
+ * microtasks have asked, so nobody gets an older view than a call of its own would have given.
  */
 export class PsTable implements ProcessTable {
   readonly name = 'ps';
+  private pending: Batch | null = null;
 
   constructor(
     private readonly runner: CommandRunner = execRunner,
@@ -19,19 +32,58 @@ export class PsTable implements ProcessTable {
   ) {}
 
   async list(): Promise<ProcessInfo[]> {
-    return parsePs(await this.run(['-A', '-o', FIELDS]));
+    const batch = this.batch();
+    batch.all = true;
+    return [...(await batch.rows).values()];
   }
 
   async get(pid: number): Promise<ProcessInfo | null> {
     if (!Number.isInteger(pid) || pid <= 0) return null;
-    // `ps -p` exits 1 when no such process exists: that is an answer, not a failure.
-    const rows = parsePs(await this.run(['-o', FIELDS, '-p', String(pid)], true));
-    return rows.find((p) => p.pid === pid) ?? null;
+    const batch = this.batch();
+    batch.pids.add(pid);
+    return (await batch.rows).get(pid) ?? null;
   }
 
-  private async run(args: string[], emptyIsFine = false): Promise<string> {
+  /** One snapshot instead of one `ps` call per ancestor (see Guard). */
+  async ancestry(pid: number): Promise<ProcessInfo[]> {
+    const batch = this.batch();
+    batch.all = true;
+    const rows = await batch.rows;
+    const chain: ProcessInfo[] = [];
+    for (
+      let info = rows.get(pid);
+      info && info.pid > 1 && !chain.includes(info);
+      info = rows.get(info.ppid)
+    ) {
+      chain.push(info);
+    }
+    return chain;
+  }
+
+  private batch(): Batch {
+    if (this.pending) return this.pending;
+    const batch: Batch = {
+      pids: new Set(),
+      all: false,
+      rows: Promise.resolve().then(async () => {
+        this.pending = null;
+        return new Map((await this.read(batch)).map((p) => [p.pid, p]));
+      }),
+    };
+    this.pending = batch;
+    return batch;
+  }
+
+  private async read({ all, pids }: Batch): Promise<ProcessInfo[]> {
+    if (all) return parsePs(await this.run(['-A', '-o', FIELDS]));
+    // ps exits 1 when a listed pid does not exist (some ps: when none does): the rows it printed
+    // are still the answer, and no row means "no such process", not a failure.
+    return parsePs(await this.run(['-o', FIELDS, '-p', [...pids].join(',')], true));
+  }
+
+  private async run(args: string[], missingIsFine = false): Promise<string> {
     const r = await this.runner(this.command, args);
-    if (r.code === 0 || (emptyIsFine && r.code === 1 && r.stdout.trim() === '')) return r.stdout;
+    if (r.code === 0 || (missingIsFine && r.code === 1)) return r.stdout;
     const why = r.error ? r.error.message : `exit code ${r.code}: ${r.stderr.trim()}`;
     throw new ProcwardenError(
       'UNSUPPORTED_PLATFORM',

@@ -41,6 +41,12 @@ export interface ProcessTable {
   /** One process, read fresh; null when it does not exist. */
   get(pid: number): Promise<ProcessInfo | null>;
   /**
+   * `pid` and its ancestors, nearest first, down to (not including) PID 1, read from one snapshot.
+   * Optional: offered by tables whose every read is a process launch (ps), where walking up by
+   * `get` would cost one launch per ancestor. Tables with cheap per-pid reads (procfs) leave it out.
+   */
+  ancestry?(pid: number): Promise<ProcessInfo[]>;
+  /**
    * Pids whose environment holds `NAME=value`. Optional: only tables that can read other processes'
    * environments (procfs) offer it.
    */
