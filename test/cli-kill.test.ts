@@ -152,30 +152,33 @@ describe('procwarden kill: targets no signal can end are refused at once, said o
     },
   );
 
-  const root = process.getuid?.() === 0;
-  it.skipIf(!root)('a process the user may not signal (EPERM): one plain line, nothing retried', async () => {
-    const target = spawn('sleep', ['60'], { stdio: 'ignore' });
-    leaks.track(target.pid);
-    try {
-      // As nobody, the root-owned sleep cannot be signalled.
-      const r = spawnSync(process.execPath, [CLI, 'kill', String(target.pid)], {
-        uid: 65534,
-        gid: 65534,
-        encoding: 'utf8',
-        env: { ...process.env, NO_COLOR: '1' },
-        timeout: 60_000,
-      });
-      expect(r.status).toBe(1);
-      expect(r.stdout).toBe('');
-      expect(r.stderr).toBe(
-        `pid ${target.pid}: not permitted to signal pid ${target.pid}: run as the process's owner or root; nothing was sent.\n`,
-      );
-      expect(alive(target.pid ?? 0)).toBe(true);
-    } finally {
-      target.kill('SIGKILL');
-      await new Promise((r) => target.once('exit', r));
-    }
-  });
+  const nobodySkip = nobodyCannotRunNode();
+  it.skipIf(nobodySkip !== null)(
+    `a process the user may not signal (EPERM): one plain line, nothing retried${nobodySkip ? ` (skipped: ${nobodySkip})` : ''}`,
+    async () => {
+      const target = spawn('sleep', ['60'], { stdio: 'ignore' });
+      leaks.track(target.pid);
+      try {
+        // As nobody, the root-owned sleep cannot be signalled.
+        const r = spawnSync(process.execPath, [CLI, 'kill', String(target.pid)], {
+          uid: 65534,
+          gid: 65534,
+          encoding: 'utf8',
+          env: { ...process.env, NO_COLOR: '1' },
+          timeout: 60_000,
+        });
+        expect(r.status).toBe(1);
+        expect(r.stdout).toBe('');
+        expect(r.stderr).toBe(
+          `pid ${target.pid}: not permitted to signal pid ${target.pid}: run as the process's owner or root; nothing was sent.\n`,
+        );
+        expect(alive(target.pid ?? 0)).toBe(true);
+      } finally {
+        target.kill('SIGKILL');
+        await new Promise((r) => target.once('exit', r));
+      }
+    },
+  );
 
   it('the summary never says "no SIGKILL needed" when SIGKILL was sent', () => {
     const report: TerminateReport = {
@@ -205,3 +208,15 @@ describe('procwarden kill: targets no signal can end are refused at once, said o
     expect(clean).toContain('no SIGKILL needed');
   });
 });
+
+/**
+ * Why this Node (or the CLI) cannot be run as nobody (uid 65534), or null. Not root, or a Node installed under
+ * a private folder (CI's Node 22/24 live under /root, mode 0700): the spawn itself would fail.
+ */
+function nobodyCannotRunNode(): string | null {
+  if (process.getuid?.() !== 0) return 'needs root to run a command as another user';
+  const script = `require('node:fs').accessSync(${JSON.stringify(CLI)})`;
+  const probe = spawnSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534, timeout: 30_000 });
+  if (probe.error) return `${process.execPath} cannot be run as uid 65534: ${probe.error.message}`;
+  return probe.status === 0 ? null : `${process.execPath} as uid 65534 exits ${probe.status}`;
+}

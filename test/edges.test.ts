@@ -9,7 +9,7 @@ import type { RunResult } from '../src/types.js';
 import { cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
 import { startHost } from './helpers/host.js';
 import { pidReuseSkipReason, spawnAtPid } from './helpers/pid-reuse.js';
-import { alive, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { alive, fixture, killAndWait, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 /**
  * The edges of containment (issue 22): protected processes written into a run's cgroup, a run's
@@ -124,7 +124,7 @@ describe.skipIf(cgroupSkip !== null)('a protected process written into a run cgr
     expect(alive(readPids(dir).get('member') as number)).toBe(false);
     expect(existsSync(result.cgroupPath)).toBe(false);
     expect(existsSync(dirname(result.cgroupPath))).toBe(false);
-    shell.kill('SIGKILL');
+    await killAndWait(shell);
   }, 60_000);
 });
 
@@ -146,7 +146,7 @@ describe.skipIf(reuseSkip !== null)('the exit hook and a reused pid (item 2)', (
       expect(await host.exited).toEqual({ code: 0, signal: null });
       expect(alive(ready.root)).toBe(true);
       await waitFor(() => !alive(leftover), { what: 'leftover killed by the exit hook' });
-      other?.kill('SIGKILL');
+      await killAndWait(other);
     }, 60_000);
   }
 });
@@ -189,7 +189,7 @@ describe.skipIf(perlSkip !== null)('a pid-hopper (item 3)', () => {
         expect(state(other.pid as number)).not.toBe('T');
       } finally {
         writeFileSync(join(dir, 'stop'), ''); // a surviving chain ends itself
-        other.kill('SIGKILL');
+        await killAndWait(other);
         await sup.shutdown({ graceMs: 0 });
       }
     }, 60_000);
@@ -228,7 +228,7 @@ describe.skipIf(cgroupSkip !== null)('a cgroup tampered with by its members (ite
     expect(result.tree.escaped).toBe(0);
     expect(result.tree.notes.join('\n')).toContain('disappeared');
     expect(alive(other.pid as number)).toBe(true);
-    other.kill('SIGKILL');
+    await killAndWait(other);
   }, 60_000);
 
   it('members that moved out (one into the supervisor parent cgroup) are still ended; no cgroup is left', async () => {
@@ -268,7 +268,7 @@ describe.skipIf(cgroupSkip !== null)('a cgroup tampered with by its members (ite
     expect(result.tree.notes.join('\n')).toMatch(/outside cgroup|left cgroup/);
     expect(existsSync(parent)).toBe(false);
     expect(alive(other.pid as number)).toBe(true);
-    other.kill('SIGKILL');
+    await killAndWait(other);
   }, 60_000);
 });
 

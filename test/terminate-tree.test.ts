@@ -128,7 +128,11 @@ describe('terminateTree on trees procwarden did not start', () => {
       outcome: 'gone-before-signal',
       signals: [],
     });
-    expect(report.signalled).toBe(report.members.length - 1);
+    // The root was reached; the phantom never counts (the fixture's short-lived `sleep` may also
+    // have ended between the snapshot and the signal, so the count is not exact).
+    expect(report.members.find((m) => m.pid === pid)?.signals[0]?.signal).toBe('SIGTERM');
+    expect(report.signalled).toBeGreaterThanOrEqual(1);
+    expect(report.signalled).toBeLessThanOrEqual(report.members.length - 1);
   });
 
   it('works through the ps backend too (forced on Linux, with the real ps)', async () => {

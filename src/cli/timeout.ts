@@ -101,6 +101,8 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
       timeoutMs: 0,
       // timeout(1) never sends SIGKILL unless -k says so (below): the grace is unbounded.
       graceMs: UNBOUNDED_MS,
+      // What the watchdog sends if we die first (coreutils' timeout sends -s when it dies too).
+      ...(timeoutSignal !== 0 && { killSignal: timeoutSignal }),
       // Like timeout(1), what the command leaves running after exiting on its own is not ours.
       leftovers: 'keep',
     });

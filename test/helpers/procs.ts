@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -154,4 +155,15 @@ export class LeakGuard {
     if (survivors.length > 0)
       throw new Error(`processes leaked by this test (now killed): ${survivors.join(', ')}`);
   }
+}
+
+/**
+ * SIGKILLs a child of this process and waits for its exit: a SIGKILLed process is not gone at once,
+ * and a leak check right after `kill()` can still see it running (under load, for milliseconds).
+ */
+export async function killAndWait(child: ChildProcess | null | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await gone;
 }
