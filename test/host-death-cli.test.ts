@@ -6,7 +6,7 @@ import { Supervisor } from '../src/index.js';
 import { BlindTable, procfsProblem } from '../src/tree/index.js';
 import { CLI, startCli } from './helpers/cli.js';
 import { journalFiles } from './helpers/host.js';
-import { alive, exists, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
@@ -80,6 +80,35 @@ describe('a /proc that is not ours', () => {
     );
     for (const pid of pids.values()) expect(alive(pid)).toBe(false);
   });
+});
+
+describe('a /proc that is not ours, and a group that only a zombie holds', () => {
+  // Without a /proc of our own, kill(-pgid, 0) is all there is, and it answers for a zombie too (as
+  // for the orphans PID 1 of a namespace does not reap). Here the zombie's parent lives on outside
+  // the group, so the group stays held after SIGKILL for as long as the test wants.
+  it('SIGKILL is said once, and the report says the group may be zombies', async () => {
+    const dir = leaks.trackDir(makeTmp('pw-blind-'));
+    const sup = new Supervisor({ table: new BlindTable('test: /proc is foreign'), journal: false });
+    const handle = sup.spawn({
+      argv: ['/usr/bin/perl', fixture('zombie-in-group.pl'), dir],
+      graceMs: 200,
+    });
+    const text = await waitFor(
+      () => exists(join(dir, 'zombie.pids')) && readFileSync(join(dir, 'zombie.pids'), 'utf8'),
+      {
+        what: 'the zombie in the group',
+      },
+    );
+    const [parent, zombie] = text.trim().split(' ').map(Number) as [number, number];
+    leaks.track(parent);
+    handle.cancel();
+    const result = await handle.result;
+    expect(readFileSync(`/proc/${zombie}/stat`, 'utf8')).toMatch(/\) Z /);
+    const kills = result.tree.report?.members[0]?.signals.filter((s) => s.signal === 'SIGKILL') ?? [];
+    expect(kills).toHaveLength(1);
+    expect(result.tree.notes.join('\n')).toMatch(/still has members after SIGKILL: they may be zombies/);
+    process.kill(parent, 'SIGKILL');
+  }, 30_000);
 });
 
 /** Why `unshare` with these options cannot run here, or null. */

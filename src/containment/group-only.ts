@@ -1,6 +1,8 @@
 import { BLIND_START, exists, type ProcessInfo } from '../tree/index.js';
 import type { Containment, LaunchPlan } from './types.js';
 
+const ZOMBIE_NOTE = 'process group';
+
 /**
  * Where no process table can be trusted (a foreign /proc): the run is held by what the kernel
  * answers in our own PID namespace without one. With `group`, the process group the command leads
@@ -12,6 +14,7 @@ export class GroupOnlyContainment implements Containment {
   readonly kind: 'process-group' | 'none';
   readonly notes: string[] = [];
   private pid: number | undefined;
+  private killSent = false;
 
   constructor(
     private readonly group: boolean,
@@ -32,6 +35,11 @@ export class GroupOnlyContainment implements Containment {
   async members(): Promise<ProcessInfo[]> {
     const pid = this.pid;
     if (pid === undefined || pid <= 1 || pid === process.pid || !exists(this.group ? -pid : pid)) return [];
+    if (this.killSent && this.group && !this.notes.some((n) => n.startsWith(ZOMBIE_NOTE))) {
+      this.notes.push(
+        `${ZOMBIE_NOTE} ${pid} still has members after SIGKILL: they may be zombies nobody reaps (orphans of a PID namespace whose init does not reap), which without a /proc of our own cannot be told from live processes`,
+      );
+    }
     return [
       {
         pid,
@@ -50,6 +58,7 @@ export class GroupOnlyContainment implements Containment {
     if (pid === undefined || members.length === 0) return [];
     try {
       process.kill(this.group ? -pid : pid, signal);
+      if (signal === 'SIGKILL') this.killSent = true;
       return members;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;

@@ -45,7 +45,9 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
         r = { pid: m.pid, command: m.command, signals: [], outcome: 'exited-in-grace', info: m };
         reports.set(key(m), r);
       }
-      r.signals.push({ signal, atMs });
+      // A signal repeated to a member that outlives it (SIGKILL round after round to a process in
+      // D state, or to a group that only zombies hold) is said once: the outcome tells the rest.
+      if (r.signals.at(-1)?.signal !== signal) r.signals.push({ signal, atMs });
     }
   };
   const send = async (signal: NodeJS.Signals, members: ProcessInfo[]) => {
