@@ -275,8 +275,8 @@ describe.skipIf(cgroupSkip !== null)('a cgroup tampered with by its members (ite
 describe.skipIf(cgroupSkip !== null)('a cgroup that cannot be removed (item 6)', () => {
   it('is reported after a normal exit too', async () => {
     class StuckHost extends CgroupHost {
-      override releaseRun(dir: string): void {
-        super.releaseRun(dir);
+      override async releaseRun(dir: string): Promise<void> {
+        await super.releaseRun(dir);
         throw new Error(`could not remove cgroup ${dir}: EROFS`);
       }
     }

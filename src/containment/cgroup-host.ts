@@ -1,5 +1,6 @@
 import { accessSync, constants, mkdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { realClock, sleep } from '../clock.js';
 import { ProcwardenError } from '../errors.js';
 import { parseStat } from '../tree/index.js';
 import { isPopulated, locateOwnCgroup, moveInto, procsOf, removeSubtree, subtreeProcs } from './cgroup-fs.js';
@@ -14,6 +15,8 @@ export interface CgroupHostOptions {
 
 /** How often release() tries to move leftovers out before giving up on removing a run's cgroup. */
 const MOVE_ATTEMPTS = 20;
+/** How long release() waits for killed tasks to finish exiting (they keep a cgroup populated). */
+const EXITING_MS = 2000;
 
 /**
  * One per Supervisor: knows whether cgroup v2 can be used here (probed once, then cached) and owns
@@ -53,12 +56,21 @@ export class CgroupHost {
    * back to our own cgroup first, where they would have lived without containment. Throws when the
    * directory cannot be removed; the parent goes with the last run.
    */
-  releaseRun(dir: string): void {
+  async releaseRun(dir: string): Promise<void> {
     const probe = this.probe();
     if (!probe.ok) return;
     try {
-      for (let i = 0; i < MOVE_ATTEMPTS && isPopulated(dir); i++) {
-        for (const pid of subtreeProcs(dir)) {
+      const exitingUntil = realClock.now() + EXITING_MS;
+      for (let i = 0; i < MOVE_ATTEMPTS && isPopulated(dir); ) {
+        const pids = subtreeProcs(dir);
+        // Killed tasks still on their way out are no longer listed but keep the cgroup populated
+        // (rmdir would fail with EBUSY): they get a moment, not a move.
+        if (pids.length === 0 && realClock.now() < exitingUntil) {
+          await sleep(realClock, 5);
+          continue;
+        }
+        i++;
+        for (const pid of pids) {
           try {
             moveInto(probe.own, pid);
           } catch {

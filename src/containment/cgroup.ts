@@ -110,7 +110,7 @@ export class CgroupContainment implements Containment {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    this.host.releaseRun(this.cgroupPath);
+    await this.host.releaseRun(this.cgroupPath);
   }
 
   /** The live processes of the cgroup now; notes members that left it since the last look. */

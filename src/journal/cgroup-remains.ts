@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, normalize } from 'node:path';
+import { type Clock, sleep } from '../clock.js';
 
 /**
  * What is left of a dead run's cgroup (Linux cgroup v2): its processes, cgroup.kill, removal.
@@ -70,6 +71,25 @@ export class CgroupRemains {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       return code === 'ENOENT' ? null : `cgroup.kill on ${this.path} failed: ${code ?? error}`;
+    }
+  }
+
+  /**
+   * Resolves once the cgroup has no task left (`populated 0`) or is gone, or after `ms`. After
+   * cgroup.kill, cgroup.procs can be empty while killed tasks are still exiting, and until they
+   * are out the cgroup cannot be removed (EBUSY).
+   */
+  async emptied(clock: Clock, ms: number): Promise<void> {
+    const until = clock.now() + ms;
+    while (clock.now() < until) {
+      let events: string;
+      try {
+        events = readFileSync(join(this.path, 'cgroup.events'), 'utf8');
+      } catch {
+        return; // gone
+      }
+      if (!/^populated 1$/m.test(events)) return;
+      await sleep(clock, 5);
     }
   }
 

@@ -152,6 +152,9 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
   };
 }
 
+/** How long a killed run's cgroup gets for its last tasks to finish exiting before it is removed. */
+const EMPTIED_MS = 2000;
+
 interface ReapContext {
   table: ProcessTable;
   clock: Clock;
@@ -201,6 +204,7 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
     refused: refused(),
   };
   if (result.action !== 'reaped') return result;
+  await cgroup?.emptied(ctx.clock, EMPTIED_MS);
   const problem = cgroup?.remove();
   if (problem) result.notes.push(problem);
   else if (cgroup) {
