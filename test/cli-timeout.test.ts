@@ -432,6 +432,29 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
   });
 });
 
+describe('a signal sent the moment the command starts', () => {
+  // The command signals its parent (procwarden) as its very first act: procwarden must already be
+  // listening, or it dies of the signal and leaves the command running. Before the fix about one
+  // call in four died so; 10 of each make a miss unlikely to go unseen.
+  for (const command of [
+    ['timeout', '5'],
+    ['run', '--quiet', '--'],
+  ]) {
+    it(`${command[0]}: the tree gets it, procwarden exits 140 (never killed by it)`, async () => {
+      for (let i = 0; i < 10; i++) {
+        const dir = leaks.trackDir(makeTmp());
+        const script =
+          'echo $$ > "$1/main.pid"; kill -USR2 $PPID; sleep 5 & echo $! > "$1/sleeper.pid"; wait';
+        const r = await startCli([...command, 'sh', '-c', script, 'sh', dir]).done;
+        expect({ status: r.status, signal: r.signal }).toEqual({ status: 140, signal: null });
+        await waitFor(() => [...readPids(dir).values()].every((pid) => !alive(pid)), {
+          what: 'the tree gone',
+        });
+      }
+    }, 60_000);
+  }
+});
+
 describe("procwarden timeout: the cases coreutils' own tests check", () => {
   it('-s 0 sends nothing, then SIGKILL after -k: 137, verbose lines "signal 0" and "signal KILL"', async () => {
     const link = timeoutLink();

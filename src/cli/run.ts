@@ -135,9 +135,8 @@ export async function runCommand(args: string[]): Promise<number> {
       },
     },
   };
-  const handle: RunHandle = checked(() => new Supervisor().spawn(spec));
-  const detach = terminal?.attach(handle);
-
+  // Assigned by the spawn below; `stop` only runs from a signal or an error event, after it.
+  let handle!: RunHandle;
   let received: NodeJS.Signals | null = null;
   const stop = (signal: NodeJS.Signals, count: number) => {
     received ??= signal;
@@ -147,7 +146,16 @@ export async function runCommand(args: string[]): Promise<number> {
     else if (TERMINAL_SIGNALS.includes(signal)) handle.cancel(signal, { signal });
     else handle.cancel(signal);
   };
+  // Listening before the spawn: a signal sent as soon as the command runs (a loaded machine can
+  // run it before this process gets the CPU back) must reach the tree, not kill us alone.
   const uninstall = onStopSignals(stop);
+  try {
+    handle = checked(() => new Supervisor().spawn(spec));
+  } catch (error) {
+    uninstall();
+    throw error;
+  }
+  const detach = terminal?.attach(handle);
   // Our reader went away (`procwarden run -- yes | head -1`): stop the command as the closed pipe
   // would have stopped it, and report it as SIGPIPE.
   const onStdoutError = (error: NodeJS.ErrnoException) => {

@@ -88,29 +88,8 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   };
 
   const supervisor = new Supervisor();
-  let handle: RunHandle;
-  try {
-    handle = supervisor.spawn({
-      argv,
-      stdin: 'inherit',
-      // The command gets our own stdout and stderr, TTY included, exactly as under timeout(1).
-      output: { inherit: true },
-      // --foreground keeps timeout(1)'s meaning: only the command itself is signalled (below).
-      containment: foreground ? 'none' : 'auto',
-      // Our own timer, not the run's: a SIGALRM sent to us fires it too, as in timeout(1).
-      timeoutMs: 0,
-      // timeout(1) never sends SIGKILL unless -k says so (below): the grace is unbounded.
-      graceMs: UNBOUNDED_MS,
-      // What the watchdog sends if we die first (coreutils' timeout sends -s when it dies too).
-      ...(timeoutSignal !== 0 && { killSignal: timeoutSignal }),
-      // Like timeout(1), what the command leaves running after exiting on its own is not ours.
-      leftovers: 'keep',
-    });
-  } catch (error) {
-    if (isProcwardenError(error)) throw new UsageError(error.message, EXIT_FAILED, false);
-    throw error;
-  }
-
+  // Assigned by the spawn below; every use is in a callback that runs after it.
+  let handle!: RunHandle;
   const timers: TimerHandle[] = [];
   const later = (ms: number, fn: () => void) => {
     if (ms > 0) timers.push(realClock.setTimeout(fn, ms));
@@ -151,8 +130,8 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
       begin(timeoutSignal, `timed out after ${durationText}`);
     }
   };
-  later(timeoutMs, fire);
-
+  // Listening before the spawn: a signal sent as soon as the command runs (a loaded machine can
+  // run it before this process gets the CPU back) must reach the tree, not kill us alone.
   const uninstall = onStopSignals((sig) => {
     if (stopping) {
       if (sig === 'SIGALRM') timedOut = true;
@@ -164,6 +143,31 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     received = sig;
     begin(sig, `got ${sig}`);
   });
+  try {
+    handle = supervisor.spawn({
+      argv,
+      stdin: 'inherit',
+      // The command gets our own stdout and stderr, TTY included, exactly as under timeout(1).
+      output: { inherit: true },
+      // --foreground keeps timeout(1)'s meaning: only the command itself is signalled (below).
+      containment: foreground ? 'none' : 'auto',
+      // Our own timer, not the run's: a SIGALRM sent to us fires it too, as in timeout(1).
+      timeoutMs: 0,
+      // timeout(1) never sends SIGKILL unless -k says so (below): the grace is unbounded.
+      graceMs: UNBOUNDED_MS,
+      // What the watchdog sends if we die first (coreutils' timeout sends -s when it dies too).
+      ...(timeoutSignal !== 0 && { killSignal: timeoutSignal }),
+      // Like timeout(1), what the command leaves running after exiting on its own is not ours.
+      leftovers: 'keep',
+    });
+  } catch (error) {
+    uninstall();
+    if (isProcwardenError(error)) throw new UsageError(error.message, EXIT_FAILED, false);
+    throw error;
+  }
+
+  later(timeoutMs, fire);
+
   const result: RunResult = await handle.result;
   uninstall();
   for (const t of timers) realClock.clearTimeout(t);
