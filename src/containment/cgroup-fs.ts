@@ -10,6 +10,8 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { realClock, sleep } from '../clock.js';
+import type { ProcessInfo } from '../tree/index.js';
 
 /**
  * Where cgroup v2 lives on this host and which cgroup we are in, read from /proc/self/mountinfo and
@@ -152,3 +154,47 @@ export function removeSubtree(dir: string): NodeJS.ErrnoException[] {
   }
   return errors;
 }
+
+/**
+ * Whether a populated cgroup keeps holding tasks that cannot be identified: every pid it lists is
+ * gone (or not a live process) by the time it is read. Tasks on their way out do that for a moment;
+ * a process that re-forks faster than it can be read (each generation has exited before its stat
+ * is read) does it for good. The listing is re-read until the cgroup is empty or `identify` (which
+ * keeps what it identifies) accepts a listed task (false), or `patienceMs` passes with neither (true).
+ */
+export async function holdsUnidentified(
+  dir: string,
+  identify: (pid: number) => Promise<boolean>,
+  patienceMs = UNIDENTIFIED_PATIENCE_MS,
+): Promise<boolean> {
+  const until = realClock.now() + patienceMs;
+  for (;;) {
+    if (isPopulated(dir) !== true) return false;
+    for (const pid of subtreeProcs(dir)) if (await identify(pid)) return false;
+    if (realClock.now() >= until) return true;
+    await sleep(realClock, 1);
+  }
+}
+
+/** How long a populated cgroup may hold only unreadable tasks before it counts as held by them. */
+const UNIDENTIFIED_PATIENCE_MS = 100;
+
+/**
+ * A member that stands for the tasks of a cgroup that could not be identified (see
+ * holdsUnidentified): the tree is not gone while it is there, and only cgroup.kill reaches it.
+ * Its pid is 0, which no signal is ever sent to (the guard refuses pid <= 1).
+ */
+export function unidentifiedMember(dir: string): ProcessInfo {
+  return {
+    pid: 0,
+    ppid: 0,
+    pgid: 0,
+    sid: -1,
+    startTime: `cgroup:${dir}`,
+    state: 'R',
+    command: `(tasks of ${dir} that vanish before they can be read: re-forking, or exiting)`,
+  };
+}
+
+export const isUnidentifiedMember = (p: ProcessInfo): boolean =>
+  p.pid === 0 && p.startTime.startsWith('cgroup:');

@@ -1,6 +1,13 @@
 import type { Deliverer, Guard } from '../kill/index.js';
 import { isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
-import { isPopulated, killAll, subtreeProcs } from './cgroup-fs.js';
+import {
+  holdsUnidentified,
+  isPopulated,
+  isUnidentifiedMember,
+  killAll,
+  subtreeProcs,
+  unidentifiedMember,
+} from './cgroup-fs.js';
 import type { CgroupHost } from './cgroup-host.js';
 import { throughShim } from './cgroup-shim.js';
 import { TreeMembership } from './membership.js';
@@ -101,9 +108,13 @@ export class CgroupContainment implements Containment {
         );
       }
     }
-    for (const m of pending) if ((await this.deliverer.toMember(m, signal)) === 'sent') reached.push(m);
+    for (const m of pending) {
+      if (isUnidentifiedMember(m)) continue; // only cgroup.kill reaches it, above
+      if ((await this.deliverer.toMember(m, signal)) === 'sent') reached.push(m);
+    }
     // A stopped member cannot act on the graceful signal until it is continued.
-    if (!NO_CONT.has(signal)) for (const m of reached) await this.deliverer.toMember(m, 'SIGCONT');
+    if (!NO_CONT.has(signal))
+      for (const m of reached) if (!isUnidentifiedMember(m)) await this.deliverer.toMember(m, 'SIGCONT');
     return reached;
   }
 
@@ -122,11 +133,30 @@ export class CgroupContainment implements Containment {
         `cgroup ${this.cgroupPath} disappeared; its members are followed by identity, cookie and parent links`,
       );
     }
+    let protectedInside = false;
     if (populated) {
       for (const pid of subtreeProcs(this.cgroupPath)) {
+        if (this.guard.forbidsPid(pid)) protectedInside = true;
         const info = await this.table.get(pid);
         if (info && !isGone(info) && !this.guard.forbidsPid(pid)) out.set(key(info), info);
       }
+    }
+    // Populated, yet nothing in it could be read: the tree is not gone (a pid-hopper looks like
+    // this for good), and cgroup.kill is what reaches it.
+    const identify = async (pid: number) => {
+      const info = await this.table.get(pid);
+      if (info === null || isGone(info)) return false;
+      out.set(key(info), info);
+      return true;
+    };
+    if (
+      populated &&
+      out.size === 0 &&
+      !protectedInside &&
+      (await holdsUnidentified(this.cgroupPath, identify))
+    ) {
+      const stand = unidentifiedMember(this.cgroupPath);
+      out.set(key(stand), stand);
     }
     for (const [k, m] of this.inside) {
       if (out.has(k) || this.guard.forbidsPid(m.pid)) continue;
@@ -136,7 +166,7 @@ export class CgroupContainment implements Containment {
       }
     }
     this.inside = out;
-    this.membership.remember(out.values());
+    this.membership.remember([...out.values()].filter((m) => !isUnidentifiedMember(m)));
     return new Map(out);
   }
 

@@ -11,7 +11,15 @@ import type { Containment } from './types.js';
 import { WindowsTreeContainment } from './windows-tree.js';
 
 export { CgroupContainment } from './cgroup.js';
-export { type Cgroup2Mount, locateOwnCgroup, parseMountinfo, parseOwnCgroup } from './cgroup-fs.js';
+export {
+  type Cgroup2Mount,
+  holdsUnidentified,
+  isUnidentifiedMember,
+  locateOwnCgroup,
+  parseMountinfo,
+  parseOwnCgroup,
+  unidentifiedMember,
+} from './cgroup-fs.js';
 export { CgroupHost, type CgroupHostOptions, type CgroupProbe } from './cgroup-host.js';
 export { GroupOnlyContainment } from './group-only.js';
 export { TreeMembership } from './membership.js';

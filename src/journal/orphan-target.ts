@@ -1,3 +1,4 @@
+import { holdsUnidentified, isUnidentifiedMember, unidentifiedMember } from '../containment/index.js';
 import type { Deliverer, Guard, KillTarget } from '../kill/index.js';
 import { COOKIE_NAME } from '../options/index.js';
 import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
@@ -62,6 +63,23 @@ export class OrphanTarget implements KillTarget {
     ))
       add(d);
     for (const [k, p] of found) this.known.set(k, p);
+    // The cgroup still holds tasks none of which could be read (a pid-hopper, or tasks exiting):
+    // the tree is not gone, and cgroup.kill reaches them.
+    const cgroup = this.cgroup;
+    if (cgroup && ![...found.values()].some((p) => inCgroup.has(p.pid))) {
+      const identify = async (pid: number) => {
+        if (this.guard.forbidsPid(pid)) return true; // not ours to stand for: cgroup.kill is refused
+        const info = await this.table.get(pid);
+        if (info === null || isGone(info)) return false;
+        found.set(key(info), info);
+        this.known.set(key(info), info);
+        return true;
+      };
+      if (await holdsUnidentified(cgroup.path, identify)) {
+        const stand = unidentifiedMember(cgroup.path);
+        found.set(key(stand), stand);
+      }
+    }
     return [...found.values()];
   }
 
@@ -129,11 +147,14 @@ export class OrphanTarget implements KillTarget {
       const problem = this.cgroup.kill((p) => this.guard.forbidsPid(p));
       if (problem) this.extraNotes.push(problem);
       else {
-        reached.push(...members.filter((m) => inside.has(m.pid)));
-        rest = members.filter((m) => !inside.has(m.pid));
+        reached.push(...members.filter((m) => inside.has(m.pid) || isUnidentifiedMember(m)));
+        rest = members.filter((m) => !inside.has(m.pid) && !isUnidentifiedMember(m));
       }
     }
-    for (const m of rest) if ((await this.deliverer.toMember(m, signal)) === 'sent') reached.push(m);
+    for (const m of rest) {
+      if (isUnidentifiedMember(m)) continue; // only cgroup.kill reaches it, above
+      if ((await this.deliverer.toMember(m, signal)) === 'sent') reached.push(m);
+    }
     return reached;
   }
 }
