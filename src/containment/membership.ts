@@ -9,8 +9,10 @@ const CONFIRM_SCANS = 3;
 /**
  * Who belongs to a run's tree, from one process-table snapshot: the members of its process group
  * (when it has one), every process seen as a member before and still the same process, the holders
- * of its environment cookie, and all their descendants by parent link. Remembering earlier members
- * is what catches a grandchild whose parent exited and who was re-parented away.
+ * of its environment cookie, every process in a session a member founded, and all their
+ * descendants by parent link. Remembering earlier members is what catches a grandchild whose
+ * parent exited and who was re-parented away; their sessions catch the one forked after the last
+ * look, whose parent exited before the next.
  */
 export class TreeMembership {
   private root: ProcessInfo | null = null;
@@ -84,12 +86,42 @@ export class TreeMembership {
       if (now && now.startTime === k.startTime) add(now);
     }
     for (const pid of holders) add(byPid.get(pid));
+    for (const p of this.sessionMembers(list, byPid, members.values())) add(p);
     const roots = [...members.values()].map((p) => p.pid);
     if (root && byPid.get(root.pid)?.startTime === root.startTime) roots.push(root.pid);
     for (const d of descendantsOf(list, roots)) add(d);
 
     for (const [k, p] of members) this.known.set(k, p);
     return [...members.values()];
+  }
+
+  /**
+   * Every process in a session a member founded. A process forked while its parent ends (a SIGTERM
+   * handler's `cmd &`, a shell's last `sleep &`) is re-parented away at once, and the cookie is its
+   * only other tie: one it cleared, or one read while it is between two execs (its environment
+   * reads empty then, for as long as the loaded machine keeps it off the CPU), would leave it
+   * unseen. Its session it keeps until it calls setsid itself, and the kernel does not hand out a
+   * number still in use as a session id: while the founder's pid is free, or still its own
+   * (alive or a zombie, same start time), everyone in the session was started inside it, by the
+   * founder or its descendants. Sessions that hold procwarden or an ancestor are never claimed.
+   */
+  private sessionMembers(
+    list: ProcessInfo[],
+    byPid: Map<number, ProcessInfo>,
+    members: Iterable<ProcessInfo>,
+  ): ProcessInfo[] {
+    const founders = new Set<number>();
+    const leads = (p: ProcessInfo | undefined) => {
+      if (p && p.sid === p.pid && !this.guard.forbidsSession(p.sid)) founders.add(p.pid);
+    };
+    for (const k of this.known.values()) {
+      const now = byPid.get(k.pid);
+      if (now && now.startTime !== k.startTime) continue; // that number is someone else's now
+      leads(k);
+      leads(now); // a row read before its setsid (forkpty, setsid(1)) does not show it leads
+    }
+    for (const m of members) leads(m);
+    return founders.size === 0 ? [] : list.filter((p) => founders.has(p.sid));
   }
 
   /** The table and the cookie holders, in one pass where the table offers it. */
