@@ -5,6 +5,13 @@ import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 /** Extra scans before an empty tree is believed, when processes keep vanishing mid-scan. */
 const CONFIRM_SCANS = 3;
+/**
+ * How long an empty tree waits for processes caught between two execs (their environment, so
+ * their cookie, unreadable) to finish the exec: one the loaded machine keeps off the CPU for a few
+ * scheduler slices is then readable; one that takes longer is named in the notes.
+ */
+const SETTLE_MS = 100;
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Who belongs to a run's tree, from one process-table snapshot: the members of its process group
@@ -18,6 +25,7 @@ export class TreeMembership {
   private root: ProcessInfo | null = null;
   private readonly known = new Map<string, ProcessInfo>();
   private vanished = 0;
+  private unsettled = 0;
 
   constructor(
     private readonly table: ProcessTable,
@@ -56,6 +64,17 @@ export class TreeMembership {
       members = await this.scanOnce();
       if (this.vanished === 0) break;
     }
+    // A process between two execs shows no environment: if it holds the cookie and nothing else
+    // ties it to the run (re-parented, its own session), only a read after its exec can tell.
+    const settleBy = Date.now() + SETTLE_MS;
+    while (members.length === 0 && this.unsettled > 0 && Date.now() < settleBy) {
+      await pause(1);
+      members = await this.scanOnce();
+    }
+    if (members.length === 0 && this.unsettled > 0) {
+      const text = `a process stayed between two execs (its environment unreadable) for ${SETTLE_MS} ms: that nothing of the tree is left could not be confirmed`;
+      if (!this.notes.includes(text)) this.notes.push(text);
+    }
     if (members.length === 0 && this.vanished > 0) {
       const text =
         'processes kept vanishing mid-scan faster than they could be read: that nothing of the tree is left could not be confirmed';
@@ -66,8 +85,9 @@ export class TreeMembership {
 
   private async scanOnce(): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
-    const { processes: list, holders, vanished } = await this.snapshot();
+    const { processes: list, holders, vanished, unsettled = 0 } = await this.snapshot();
     this.vanished = vanished;
+    this.unsettled = unsettled;
     const byPid = new Map(list.map((p) => [p.pid, p]));
     const members = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
