@@ -2,20 +2,23 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProcfsTable, type Sweep } from '../src/tree/index.js';
+import { TreeMembership } from '../src/containment/index.js';
+import { Guard } from '../src/kill/index.js';
+import { type ProcessInfo, type ProcessTable, ProcfsTable, type Sweep } from '../src/tree/index.js';
 import { alive, LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
 
 /** A fake /proc with the given processes (stat + environ files). */
-function fakeProc(procs: { pid: number; start: number; env: string }[]): string {
+function fakeProc(procs: { pid: number; start: number; env: string; cmdline?: string }[]): string {
   const root = leaks.trackDir(makeTmp());
   for (const p of procs) {
     mkdirSync(join(root, String(p.pid)));
     const stat = `${p.pid} (sh) S 1 ${p.pid} ${p.pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 ${p.start} 0 0`;
     writeFileSync(join(root, String(p.pid), 'stat'), stat);
     writeFileSync(join(root, String(p.pid), 'environ'), p.env);
+    if (p.cmdline !== undefined) writeFileSync(join(root, String(p.pid), 'cmdline'), p.cmdline);
   }
   writeFileSync(join(root, 'uptime'), '1.0 1.0'); // non-numeric entries are skipped
   return root;
@@ -77,6 +80,58 @@ describe('procfs sweep', () => {
     ])[0] as Sweep;
     expect([...sweep.holders].sort()).toEqual([21, 22]);
     expect(sweep.processes).toHaveLength(3);
+  });
+
+  it('an empty environment without a command line (between two execs) is unsettled, not cookie-less', () => {
+    const root = fakeProc([
+      { pid: 40, start: 5, env: '', cmdline: '' }, // mid-exec: the kernel shows neither yet
+      { pid: 41, start: 5, env: '', cmdline: 'sleep\x0030\x00' }, // env -i: an environment of its own
+      { pid: 42, start: 5, env: 'PROCWARDEN_RUN=x\0', cmdline: 'sh\0' },
+    ]);
+    const sweep = new ProcfsTable(root).sweepManySync([{ name: 'PROCWARDEN_RUN', value: 'x' }])[0] as Sweep;
+    expect([...sweep.holders]).toEqual([42]);
+    expect(sweep.unsettled).toBe(1);
+    expect(sweep.processes.map((p) => p.pid).sort()).toEqual([40, 41, 42]);
+  });
+
+  it('an empty tree is not believed while a process is between two execs', async () => {
+    // The root is gone; a re-parented fork in a session of its own is mid-exec for three sweeps
+    // (its cookie unreadable), then shows the cookie.
+    const late: ProcessInfo = {
+      pid: 4_000_301,
+      ppid: 1,
+      pgid: 4_000_301,
+      sid: 4_000_301,
+      startTime: '301',
+      state: 'S',
+      command: 'sleep',
+    };
+    let sweeps = 0;
+    const table = (settlesAfter: number): ProcessTable => ({
+      name: 'stub',
+      list: async () => [late],
+      get: async (pid) => (pid === late.pid ? late : null),
+      sweep: async () => {
+        sweeps++;
+        const settled = sweeps > settlesAfter;
+        return {
+          processes: [late],
+          holders: new Set(settled ? [late.pid] : []),
+          vanished: 0,
+          unsettled: settled ? 0 : 1,
+        };
+      },
+    });
+    const notes: string[] = [];
+    const settling = new TreeMembership(table(3), new Guard(), 'c1', true, notes);
+    expect((await settling.scan()).map((p) => p.pid)).toEqual([late.pid]);
+    expect(notes).toEqual([]);
+
+    // One that never settles: the scan still ends, and says what it could not confirm.
+    sweeps = 0;
+    const stuck = new TreeMembership(table(Number.POSITIVE_INFINITY), new Guard(), 'c1', true, notes);
+    expect(await stuck.scan()).toEqual([]);
+    expect(notes.join('\n')).toContain('between two execs');
   });
 
   it('an entry that vanishes mid-scan is skipped, not an error', () => {

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { TreeMembership } from '../src/containment/index.js';
 import { ProcwardenError, terminateTree } from '../src/index.js';
 import { Deliverer, Guard } from '../src/kill/index.js';
-import { ProcfsTable } from '../src/tree/index.js';
+import { type ProcessInfo, type ProcessTable, ProcfsTable } from '../src/tree/index.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
@@ -63,6 +64,47 @@ describe('never the wrong target', () => {
     expect(sent).toEqual([]);
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
+  });
+
+  it("a member's session is claimed only while its number is not another process's", async () => {
+    // A table replayed row by row: the root, then a member in a session of its own, then what is
+    // left after the member exited and its late fork was re-parented to init.
+    let rows: ProcessInfo[] = [];
+    const stub: ProcessTable = {
+      name: 'stub',
+      list: async () => rows,
+      get: async (pid) => rows.find((r) => r.pid === pid) ?? null,
+    };
+    const row = (pid: number, ppid: number, sid: number, startTime: string, state = 'S'): ProcessInfo => ({
+      pid,
+      ppid,
+      pgid: sid,
+      sid,
+      startTime,
+      state,
+      command: 'sh',
+    });
+    const membership = (first: ProcessInfo[]) => {
+      rows = first;
+      const m = new TreeMembership(stub, new Guard(), null, true);
+      return m.attach(first[0]?.pid ?? 0).then(() => m);
+    };
+    const root = row(4_000_100, 1, 4_000_100, '100');
+    const leader = row(4_000_101, 4_000_100, 4_000_101, '101');
+    const late = row(4_000_102, 1, 4_000_101, '102');
+    const pids = async (m: TreeMembership) => (await m.scan()).map((p) => p.pid).sort();
+
+    // The founder a zombie (same start time): its session is still its own.
+    const kept = await membership([root, leader]);
+    expect(await pids(kept)).toEqual([root.pid, leader.pid]);
+    rows = [{ ...leader, state: 'Z' }, late];
+    expect(await pids(kept)).toEqual([late.pid]);
+
+    // The founder's pid now held by another process (other start time): that session is not the run's.
+    const recycled = await membership([root, leader]);
+    await recycled.scan();
+    rows = [row(leader.pid, 1, leader.pid, '900'), row(4_000_103, 1, leader.pid, '901')];
+    expect(await pids(recycled)).toEqual([]);
   });
 
   it('terminateTree refuses bad targets with a typed error and sends nothing', async () => {

@@ -67,3 +67,34 @@ describe('terminateTree: a member that forks in its SIGTERM handler', () => {
     expect(r.tree.report?.notes ?? []).not.toContain(UNVERIFIED_LATE_FORKS);
   });
 });
+
+// A member in a session of its own (setsid) that, on SIGTERM, starts a sleeper through a subshell
+// and exits: the sleeper is re-parented to init at once, and it carries no cookie (env -i), as a
+// late fork whose environment is read while it is between two execs does not show one. Only its
+// session (the member's) still ties it to the run.
+const LEADER = `trap '( env -i "PW_DIR=$1" sleep 30 & echo $! > "$1/late.pid" ); exit 0' TERM; echo $$ > "$1/leader.pid"; while :; do sleep 0.05; done`;
+
+describe.each(['process-group', 'none'] as const)(
+  'run() in %s mode: a late fork without the cookie',
+  (containment) => {
+    it('found through the session a member founded, and ended with the tree', async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const handle = run({
+        argv: ['sh', '-c', 'setsid sh -c "$0" sh "$1" & wait', LEADER, dir],
+        containment,
+        graceMs: 3000,
+      });
+      const leader = await waitFor(() => readPids(dir).get('leader'), { what: 'the session leader' });
+      leaks.track(leader);
+      handle.cancel();
+      const r = await handle.result;
+      const late = await waitFor(() => readPids(dir).get('late'), { what: 'the late fork' });
+      expect(alive(late)).toBe(false);
+      expect(alive(leader)).toBe(false);
+      expect(r.tree.escaped).toBe(0);
+      expect(r.tree.report?.members.map((m) => m.pid)).toContain(late);
+      // Ended by the graceful signal (sleep does not trap it), not chased down after the grace.
+      expect(r.escalated).toBe(false);
+    });
+  },
+);

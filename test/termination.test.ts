@@ -1,6 +1,10 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { realClock } from '../src/clock.js';
 import { type ContainmentMode, Supervisor } from '../src/index.js';
+import { type KillTarget, terminate } from '../src/kill/index.js';
+import { type ProcessInfo, ProcfsTable } from '../src/tree/index.js';
 import { cgroupSkipReason } from './helpers/cgroups.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
@@ -241,5 +245,51 @@ describe.each(MODES)('containment %s', (containment) => {
 
   it('the run reports the containment it used', async () => {
     expect((await sup.spawn({ argv: ['true'] }).result).containment).toBe(containment);
+  });
+});
+
+describe('the SIGKILL chase runs out of time', () => {
+  it('a member its last scan found for the first time still gets a SIGKILL before anything is called escaped', async () => {
+    // On a loaded host one scan can take most of the kill timeout: here the scan after the first
+    // SIGKILL takes longer than all of it, and finds a member nobody has signalled yet.
+    const table = new ProcfsTable();
+    const start = (): ChildProcess => {
+      const child = spawn('sleep', ['30'], { stdio: 'ignore' });
+      leaks.track(child.pid);
+      return child;
+    };
+    const [first, late] = [start(), start()];
+    const info = (child: ChildProcess): Promise<ProcessInfo> =>
+      waitFor(() => table.getSync(child.pid ?? 0) ?? undefined, { what: 'sleep started' });
+    const [a, b] = [await info(first), await info(late)];
+    let scans = 0;
+    const target: KillTarget = {
+      async members() {
+        scans++;
+        if (scans === 1) return [a];
+        await new Promise((r) => setTimeout(r, 400)); // slower than the whole bound
+        const now = table.getSync(b.pid);
+        return now && now.state !== 'Z' && now.startTime === b.startTime ? [now] : [];
+      },
+      async signal(sig, members) {
+        for (const m of members) process.kill(m.pid, sig);
+        return members;
+      },
+    };
+    const exited = (child: ChildProcess) =>
+      child.exitCode !== null || child.signalCode !== null
+        ? Promise.resolve()
+        : new Promise((r) => child.once('exit', r));
+    const report = await terminate(target, {
+      signal: 'SIGKILL',
+      graceMs: 0,
+      clock: realClock,
+      table,
+      killTimeoutMs: 200,
+    });
+    expect(report.members.find((m) => m.pid === b.pid)?.outcome).toBe('killed');
+    expect(report.escaped).toBe(0);
+    expect(report.notes).toEqual([]);
+    await Promise.all([exited(first), exited(late)]);
   });
 });

@@ -317,10 +317,10 @@ async function runCase(c: Case, stats: { sent: number; groups: number }): Promis
         } catch {
           // gone
         }
-        return `${s.pid} [${cmd}] state=${st?.state} ppid=${st?.ppid} pgid=${st?.pgid}`;
+        return `${s.pid} [${cmd}] state=${st?.state} ppid=${st?.ppid} pgid=${st?.pgid} sid=${st?.sid}`;
       });
       problems.push(
-        `survivors: ${about.join('; ')} (${names.join(', ') || 'unnamed'}) reason=${result.reason} report=${JSON.stringify(result.tree.report?.members.map((m) => [m.pid, m.command, m.outcome, m.signals.map((x) => `${x.signal}@${x.atMs}`).join(' ')]))}`,
+        `survivors: ${about.join('; ')} (${names.join(', ') || 'unnamed'}) reason=${result.reason} escaped=${result.tree.escaped} notes=${JSON.stringify(result.notes)} report=${JSON.stringify(result.tree.report?.members.map((m) => [m.pid, m.command, m.outcome, m.signals.map((x) => `${x.signal}@${x.atMs}`).join(' ')]))}`,
       );
     }
     for (const p of left) {

@@ -5,17 +5,27 @@ import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 /** Extra scans before an empty tree is believed, when processes keep vanishing mid-scan. */
 const CONFIRM_SCANS = 3;
+/**
+ * How long an empty tree waits for processes caught between two execs (their environment, so
+ * their cookie, unreadable) to finish the exec: one the loaded machine keeps off the CPU for a few
+ * scheduler slices is then readable; one that takes longer is named in the notes.
+ */
+const SETTLE_MS = 100;
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Who belongs to a run's tree, from one process-table snapshot: the members of its process group
  * (when it has one), every process seen as a member before and still the same process, the holders
- * of its environment cookie, and all their descendants by parent link. Remembering earlier members
- * is what catches a grandchild whose parent exited and who was re-parented away.
+ * of its environment cookie, every process in a session a member founded, and all their
+ * descendants by parent link. Remembering earlier members is what catches a grandchild whose
+ * parent exited and who was re-parented away; their sessions catch the one forked after the last
+ * look, whose parent exited before the next.
  */
 export class TreeMembership {
   private root: ProcessInfo | null = null;
   private readonly known = new Map<string, ProcessInfo>();
   private vanished = 0;
+  private unsettled = 0;
 
   constructor(
     private readonly table: ProcessTable,
@@ -54,6 +64,17 @@ export class TreeMembership {
       members = await this.scanOnce();
       if (this.vanished === 0) break;
     }
+    // A process between two execs shows no environment: if it holds the cookie and nothing else
+    // ties it to the run (re-parented, its own session), only a read after its exec can tell.
+    const settleBy = Date.now() + SETTLE_MS;
+    while (members.length === 0 && this.unsettled > 0 && Date.now() < settleBy) {
+      await pause(1);
+      members = await this.scanOnce();
+    }
+    if (members.length === 0 && this.unsettled > 0) {
+      const text = `a process stayed between two execs (its environment unreadable) for ${SETTLE_MS} ms: that nothing of the tree is left could not be confirmed`;
+      if (!this.notes.includes(text)) this.notes.push(text);
+    }
     if (members.length === 0 && this.vanished > 0) {
       const text =
         'processes kept vanishing mid-scan faster than they could be read: that nothing of the tree is left could not be confirmed';
@@ -64,8 +85,9 @@ export class TreeMembership {
 
   private async scanOnce(): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
-    const { processes: list, holders, vanished } = await this.snapshot();
+    const { processes: list, holders, vanished, unsettled = 0 } = await this.snapshot();
     this.vanished = vanished;
+    this.unsettled = unsettled;
     const byPid = new Map(list.map((p) => [p.pid, p]));
     const members = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
@@ -84,12 +106,42 @@ export class TreeMembership {
       if (now && now.startTime === k.startTime) add(now);
     }
     for (const pid of holders) add(byPid.get(pid));
+    for (const p of this.sessionMembers(list, byPid, members.values())) add(p);
     const roots = [...members.values()].map((p) => p.pid);
     if (root && byPid.get(root.pid)?.startTime === root.startTime) roots.push(root.pid);
     for (const d of descendantsOf(list, roots)) add(d);
 
     for (const [k, p] of members) this.known.set(k, p);
     return [...members.values()];
+  }
+
+  /**
+   * Every process in a session a member founded. A process forked while its parent ends (a SIGTERM
+   * handler's `cmd &`, a shell's last `sleep &`) is re-parented away at once, and the cookie is its
+   * only other tie: one it cleared, or one read while it is between two execs (its environment
+   * reads empty then, for as long as the loaded machine keeps it off the CPU), would leave it
+   * unseen. Its session it keeps until it calls setsid itself, and the kernel does not hand out a
+   * number still in use as a session id: while the founder's pid is free, or still its own
+   * (alive or a zombie, same start time), everyone in the session was started inside it, by the
+   * founder or its descendants. Sessions that hold procwarden or an ancestor are never claimed.
+   */
+  private sessionMembers(
+    list: ProcessInfo[],
+    byPid: Map<number, ProcessInfo>,
+    members: Iterable<ProcessInfo>,
+  ): ProcessInfo[] {
+    const founders = new Set<number>();
+    const leads = (p: ProcessInfo | undefined) => {
+      if (p && p.sid === p.pid && !this.guard.forbidsSession(p.sid)) founders.add(p.pid);
+    };
+    for (const k of this.known.values()) {
+      const now = byPid.get(k.pid);
+      if (now && now.startTime !== k.startTime) continue; // that number is someone else's now
+      leads(k);
+      leads(now); // a row read before its setsid (forkpty, setsid(1)) does not show it leads
+    }
+    for (const m of members) leads(m);
+    return founders.size === 0 ? [] : list.filter((p) => founders.has(p.sid));
   }
 
   /** The table and the cookie holders, in one pass where the table offers it. */

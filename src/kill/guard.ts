@@ -8,6 +8,7 @@ import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 export class Guard {
   private pids = new Set<number>();
   private groups = new Set<number>();
+  private sessions = new Set<number>();
 
   static async load(table: ProcessTable): Promise<Guard> {
     const guard = new Guard();
@@ -18,12 +19,15 @@ export class Guard {
   async refresh(table: ProcessTable): Promise<void> {
     const pids = new Set<number>([process.pid]);
     const groups = new Set<number>();
+    const sessions = new Set<number>();
     for (const info of table.ancestry ? await table.ancestry(process.pid) : await walkUp(table)) {
       pids.add(info.pid);
       groups.add(info.pgid);
+      if (info.sid > 0) sessions.add(info.sid);
     }
     this.pids = pids;
     this.groups = groups;
+    this.sessions = sessions;
   }
 
   forbidsPid(pid: number): boolean {
@@ -32,6 +36,11 @@ export class Guard {
 
   forbidsGroup(pgid: number): boolean {
     return !Number.isInteger(pgid) || pgid <= 1 || this.groups.has(pgid) || this.pids.has(pgid);
+  }
+
+  /** A session that holds us or an ancestor: its members are never claimed by their session. */
+  forbidsSession(sid: number): boolean {
+    return !Number.isInteger(sid) || sid <= 1 || this.sessions.has(sid) || this.pids.has(sid);
   }
 
   isOwnOrAncestor(pid: number): boolean {

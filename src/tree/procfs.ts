@@ -60,6 +60,7 @@ export class ProcfsTable implements ProcessTable {
     const processes: ProcessInfo[] = [];
     const holders = queries.map(() => new Set<number>());
     const retried = new Map<number, number>();
+    const unsettled = new Set<number>();
     /** 'ok'; 'gone' (vanished, or died since the run began); 'again': alive, environment unreadable (mid-exec). */
     const read = (pid: number, last: boolean): 'ok' | 'gone' | 'again' => {
       const info = this.getSync(pid);
@@ -79,7 +80,10 @@ export class ProcfsTable implements ProcessTable {
           retried.set(pid, tries);
           if (!last && tries <= MAX_REREADS) return 'again';
           processes.push(info);
-          return tries <= MAX_REREADS ? 'again' : 'ok'; // still empty: an environment of its own
+          // Still empty. An environment of its own (env -i and nothing) comes with a command line;
+          // a process between two execs (or exiting) shows neither: whose it is, is not known yet.
+          if (this.noCommandLine(pid)) unsettled.add(pid);
+          return tries <= MAX_REREADS ? 'again' : 'ok';
         }
         for (const name of names) {
           const value = envValue(env, name);
@@ -116,7 +120,12 @@ export class ProcfsTable implements ProcessTable {
       if (born.length === 0 && again.length === 0) vanished = 0;
       batch = [...again, ...born];
     }
-    return queries.map((_, i) => ({ processes, holders: holders[i] as Set<number>, vanished }));
+    return queries.map((_, i) => ({
+      processes,
+      holders: holders[i] as Set<number>,
+      vanished,
+      unsettled: unsettled.size,
+    }));
   }
 
   private pids(): number[] {
@@ -131,6 +140,15 @@ export class ProcfsTable implements ProcessTable {
   private holds(pid: number, needle: Buffer): boolean {
     const env = this.environ(pid);
     return env !== null && hasEntry(env, needle);
+  }
+
+  /** An empty /proc/PID/cmdline: the kernel shows none while an exec has not set up the new one. */
+  private noCommandLine(pid: number): boolean {
+    try {
+      return readFileSync(`${this.root}/${pid}/cmdline`).length === 0;
+    } catch {
+      return false; // gone: nothing left to find
+    }
   }
 
   private environ(pid: number): Buffer | null {

@@ -31,6 +31,13 @@ export interface Sweep {
    * read (0 when a later listing showed every process born meanwhile, and those were read).
    */
   vanished: number;
+  /**
+   * Live processes born since the first holder whose environment still read empty after re-reads,
+   * with no command line either: between two execs (the kernel shows neither until the new program
+   * is set up) or exiting. Whether they hold the entry is not known yet. Absent: none (or the
+   * table cannot tell).
+   */
+  unsettled?: number;
 }
 
 /** Everything procwarden needs to know about processes, one implementation per platform. */
