@@ -108,6 +108,7 @@ describe('a /proc that is not ours, and a group that only a zombie holds', () =>
     expect(kills).toHaveLength(1);
     expect(result.tree.notes.join('\n')).toMatch(/still has members after SIGKILL: they may be zombies/);
     process.kill(parent, 'SIGKILL');
+    await waitFor(() => !alive(parent), { what: 'the zombie parent gone' });
   }, 30_000);
 });
 
