@@ -139,7 +139,16 @@ export function removeCgroup(dir) {
     }
   }
   const pause = new Int32Array(new SharedArrayBuffer(4));
-  for (let i = 0; i < 200 && cgroupPids(dir).length > 0; i++) Atomics.wait(pause, 0, 0, 10);
+  // Until no task is left: killed tasks still exiting are no longer listed in cgroup.procs, yet
+  // keep the cgroup populated (rmdir would fail with EBUSY).
+  const populated = () => {
+    try {
+      return /^populated 1$/m.test(readFileSync(join(dir, 'cgroup.events'), 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 200 && (cgroupPids(dir).length > 0 || populated()); i++) Atomics.wait(pause, 0, 0, 10);
   const failed = [];
   for (const d of dirs) {
     try {
