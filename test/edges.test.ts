@@ -6,7 +6,7 @@ import { CgroupHost } from '../src/containment/index.js';
 import { Supervisor } from '../src/index.js';
 import { ProcfsTable } from '../src/tree/index.js';
 import type { RunResult } from '../src/types.js';
-import { cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
+import { cgroupSkipReason, hostCgroups, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
 import { startHost } from './helpers/host.js';
 import { pidReuseSkipReason, spawnAtPid } from './helpers/pid-reuse.js';
 import { alive, fixture, killAndWait, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
@@ -146,6 +146,8 @@ describe.skipIf(reuseSkip !== null)('the exit hook and a reused pid (item 2)', (
       expect(await host.exited).toEqual({ code: 0, signal: null });
       expect(alive(ready.root)).toBe(true);
       await waitFor(() => !alive(leftover), { what: 'leftover killed by the exit hook' });
+      // No journal, so no watchdog and no reap: the exit hook itself removes what it killed.
+      expect(await hostCgroups(host.child.pid as number)).toEqual([]);
       await killAndWait(other);
     }, 60_000);
   }

@@ -74,6 +74,15 @@ export class CgroupRemains {
     }
   }
 
+  /** Whether a task is still in the cgroup or below (false once it is gone). */
+  populated(): boolean {
+    try {
+      return /^populated 1$/m.test(readFileSync(join(this.path, 'cgroup.events'), 'utf8'));
+    } catch {
+      return false;
+    }
+  }
+
   /**
    * Resolves once the cgroup has no task left (`populated 0`) or is gone, or after `ms`. After
    * cgroup.kill, cgroup.procs can be empty while killed tasks are still exiting, and until they
@@ -81,16 +90,7 @@ export class CgroupRemains {
    */
   async emptied(clock: Clock, ms: number): Promise<void> {
     const until = clock.now() + ms;
-    while (clock.now() < until) {
-      let events: string;
-      try {
-        events = readFileSync(join(this.path, 'cgroup.events'), 'utf8');
-      } catch {
-        return; // gone
-      }
-      if (!/^populated 1$/m.test(events)) return;
-      await sleep(clock, 5);
-    }
+    while (clock.now() < until && this.populated()) await sleep(clock, 5);
   }
 
   /** Removes the (empty) cgroup and its empty children, deepest first; returns what went wrong. */

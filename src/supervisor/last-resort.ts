@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmdirSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { CgroupRemains } from '../journal/index.js';
 import { isGone, type ProcessInfo, parseStat } from '../tree/index.js';
 import type { ManagedRun } from './managed-run.js';
@@ -16,12 +17,14 @@ import type { ManagedRun } from './managed-run.js';
 export function killLiveRunsNow(runs: readonly ManagedRun[]): void {
   const shield = ancestry();
   const forbidden = (pid: number) => pid <= 1 || shield.pids.has(pid);
+  const killed: CgroupRemains[] = [];
   for (const run of runs) {
     if (run.state === 'exited') continue;
     const cgroup = run.cgroupPath ? CgroupRemains.open(run.cgroupPath) : null;
-    if (cgroup && typeof cgroup !== 'string' && cgroup.kill(forbidden) !== null) {
+    if (cgroup && typeof cgroup !== 'string') {
+      if (cgroup.kill(forbidden) === null) killed.push(cgroup);
       // Refused or failed: its processes one by one (listed by the kernel just now).
-      for (const pid of cgroup.pids()) if (!forbidden(pid)) sigkill(pid);
+      else for (const pid of cgroup.pids()) if (!forbidden(pid)) sigkill(pid);
     }
     const { root, members } = run.lastSeen();
     const pgid = run.pgid;
@@ -29,6 +32,34 @@ export function killLiveRunsNow(runs: readonly ManagedRun[]): void {
     if (pgid !== null && leader?.pgid === pgid && !forbidden(pgid) && !shield.groups.has(pgid))
       sigkill(-pgid);
     for (const m of members) if (!forbidden(m.pid) && verified(m)) sigkill(m.pid);
+  }
+  removeKilled(killed);
+}
+
+/** How long the exit may wait, in all, for killed cgroups to empty so they can be removed. */
+const REMOVE_WITHIN_MS = 200;
+
+/**
+ * A cgroup.kill'ed run cgroup empties within milliseconds: wait for that (synchronously, there is
+ * no later) and remove it, and our parent cgroup once it holds no run. Without this, a host with no
+ * journal (so no watchdog and no reap) would leave them behind on every exit with runs in flight.
+ */
+function removeKilled(cgroups: CgroupRemains[]): void {
+  if (cgroups.length === 0) return;
+  const until = Date.now() + REMOVE_WITHIN_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const parents = new Set<string>();
+  for (const cgroup of cgroups) {
+    while (cgroup.populated() && Date.now() < until) Atomics.wait(pause, 0, 0, 2);
+    if (cgroup.remove() === null) parents.add(dirname(cgroup.path));
+  }
+  for (const parent of parents) {
+    if (!basename(parent).startsWith(`procwarden-${process.pid}-`)) continue;
+    try {
+      rmdirSync(parent);
+    } catch {
+      // another supervisor of this process still has runs there, or it is gone
+    }
   }
 }
 
