@@ -14,6 +14,7 @@ export { CgroupContainment } from './cgroup.js';
 export {
   type Cgroup2Mount,
   holdsUnidentified,
+  isPopulated,
   isUnidentifiedMember,
   locateOwnCgroup,
   parseMountinfo,

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, normalize } from 'node:path';
 import { type Clock, sleep } from '../clock.js';
+import { isPopulated } from '../containment/index.js';
 
 /**
  * What is left of a dead run's cgroup (Linux cgroup v2): its processes, cgroup.kill, removal.
@@ -76,11 +77,7 @@ export class CgroupRemains {
 
   /** Whether a task is still in the cgroup or below (false once it is gone). */
   populated(): boolean {
-    try {
-      return /^populated 1$/m.test(readFileSync(join(this.path, 'cgroup.events'), 'utf8'));
-    } catch {
-      return false;
-    }
+    return isPopulated(this.path) === true;
   }
 
   /**
