@@ -39,6 +39,29 @@ describe('procfs sweep', () => {
     await waitFor(() => !alive(child.pid ?? 0));
   });
 
+  it('hands each holder to onHolder the moment it is read, before the sweep ends', async () => {
+    const cookie = `onsight-${process.pid}`;
+    const child = spawn('sleep', ['30'], { env: { PATH: process.env.PATH, PROCWARDEN_RUN: cookie } });
+    leaks.track(child.pid);
+    const table = new ProcfsTable();
+    await waitFor(() => table.getSync(child.pid ?? 0)?.command === 'sleep');
+    const seen: ProcessInfo[] = [];
+    const sweep = table.sweepManySync([
+      // What a freeze does there: the holder is stopped while the sweep is still reading.
+      {
+        name: 'PROCWARDEN_RUN',
+        value: cookie,
+        onHolder: (p) => seen.push(p) && process.kill(p.pid, 'SIGSTOP'),
+      },
+    ])[0] as Sweep;
+    expect(seen.map((p) => p.pid)).toEqual([child.pid]);
+    expect(seen[0]?.startTime).toBe(table.getSync(child.pid ?? 0)?.startTime);
+    expect([...sweep.holders]).toEqual([child.pid]);
+    await waitFor(() => table.getSync(child.pid ?? 0)?.state === 'T', { what: 'holder stopped' });
+    child.kill('SIGKILL');
+    await waitFor(() => !alive(child.pid ?? 0));
+  });
+
   it('matches whole entries only, the last one even without its NUL', () => {
     const root = fakeProc([
       { pid: 10, start: 5, env: 'A=1\0PROCWARDEN_RUN=abc\0' },

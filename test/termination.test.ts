@@ -249,6 +249,44 @@ describe.each(MODES)('containment %s', (containment) => {
 });
 
 describe('the SIGKILL chase runs out of time', () => {
+  it('in a tree that re-forks, members gone before their SIGKILL at the bound are counted as escaped', async () => {
+    // A pid-hopper seen from the outside: every scan finds a new generation, gone by the time it is
+    // signalled. Pids above pid_max never exist, so every read says "gone". Nothing proves the last
+    // one left no successor: that is an escape, never an "escaped: 0".
+    let generation = 4_200_000;
+    const scans: (boolean | undefined)[] = [];
+    const gen = (): ProcessInfo => ({
+      pid: generation++,
+      ppid: 1,
+      pgid: generation,
+      sid: generation,
+      startTime: '1',
+      state: 'R',
+      command: 'hopper',
+    });
+    const target: KillTarget = {
+      async members(scan) {
+        scans.push(scan?.stopOnSight);
+        return [gen()];
+      },
+      async signal() {
+        return [];
+      },
+    };
+    const report = await terminate(target, {
+      signal: 'SIGTERM',
+      graceMs: 0,
+      clock: realClock,
+      table: new ProcfsTable(),
+      killTimeoutMs: 150,
+    });
+    expect(report.escaped).toBeGreaterThan(0);
+    expect(report.notes.join('\n')).toMatch(/gone before their SIGKILL.*counted as escaped/);
+    // The first scans are plain; once the tree is seen re-forking, every scan stops on sight.
+    expect(scans[0]).toBeUndefined();
+    expect(scans.at(-1)).toBe(true);
+  });
+
   it('a member its last scan found for the first time still gets a SIGKILL before anything is called escaped', async () => {
     // On a loaded host one scan can take most of the kill timeout: here the scan after the first
     // SIGKILL takes longer than all of it, and finds a member nobody has signalled yet.

@@ -1,4 +1,4 @@
-import type { Deliverer, Guard } from '../kill/index.js';
+import type { Deliverer, Guard, MemberScan } from '../kill/index.js';
 import { isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
 import {
   holdsUnidentified,
@@ -68,7 +68,7 @@ export class CgroupContainment implements Containment {
     return { root: this.membership.rootInfo, members: this.membership.knownMembers };
   }
 
-  async members(): Promise<ProcessInfo[]> {
+  async members(scan?: MemberScan): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
     const out = await this.cgroupMembers();
     // Until the shim has written itself into cgroup.procs the root is outside; it has forked
@@ -82,7 +82,8 @@ export class CgroupContainment implements Containment {
     // members that were moved out before we first looked.
     if (this.wide || (this.signalled && out.size === 0)) {
       const before = out.size;
-      for (const m of await this.membership.scan()) out.set(key(m), m);
+      const onSight = scan?.stopOnSight ? (m: ProcessInfo) => this.deliverer.stopNow(m) : undefined;
+      for (const m of await this.membership.scan(onSight)) out.set(key(m), m);
       if (!this.wide && out.size > before) {
         this.widen(`${out.size - before} member(s) of the run were outside cgroup ${this.cgroupPath}`);
       }

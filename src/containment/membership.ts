@@ -55,13 +55,14 @@ export class TreeMembership {
     if (this.root) this.known.set(key(this.root), this.root);
   }
 
-  async scan(): Promise<ProcessInfo[]> {
-    let members = await this.scanOnce();
+  /** `onHolder`: called the moment a cookie holder is read (see EnvQuery.onHolder). */
+  async scan(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
+    let members = await this.scanOnce(onHolder);
     // "Nothing left" is only believed when a fresh scan agrees, and one that saw no process vanish
     // mid-read: a member that forks and exits between our directory read and its stat read leaves
     // a child we did not list (pid numbers wrap, so a new child is not always listed later).
     for (let i = 0; members.length === 0 && i < CONFIRM_SCANS; i++) {
-      members = await this.scanOnce();
+      members = await this.scanOnce(onHolder);
       if (this.vanished === 0) break;
     }
     // A process between two execs shows no environment: if it holds the cookie and nothing else
@@ -69,7 +70,7 @@ export class TreeMembership {
     const settleBy = Date.now() + SETTLE_MS;
     while (members.length === 0 && this.unsettled > 0 && Date.now() < settleBy) {
       await pause(1);
-      members = await this.scanOnce();
+      members = await this.scanOnce(onHolder);
     }
     if (members.length === 0 && this.unsettled > 0) {
       const text = `a process stayed between two execs (its environment unreadable) for ${SETTLE_MS} ms: that nothing of the tree is left could not be confirmed`;
@@ -83,9 +84,9 @@ export class TreeMembership {
     return members;
   }
 
-  private async scanOnce(): Promise<ProcessInfo[]> {
+  private async scanOnce(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
-    const { processes: list, holders, vanished, unsettled = 0 } = await this.snapshot();
+    const { processes: list, holders, vanished, unsettled = 0 } = await this.snapshot(onHolder);
     this.vanished = vanished;
     this.unsettled = unsettled;
     const byPid = new Map(list.map((p) => [p.pid, p]));
@@ -145,10 +146,17 @@ export class TreeMembership {
   }
 
   /** The table and the cookie holders, in one pass where the table offers it. */
-  private async snapshot(): Promise<Sweep> {
+  private async snapshot(onHolder?: (holder: ProcessInfo) => void): Promise<Sweep> {
     const { table, cookie } = this;
-    if (cookie && table.sweep)
-      return table.sweep({ name: COOKIE_NAME, value: cookie, firstHolder: this.root });
+    if (cookie && table.sweep) {
+      const spare = (p: ProcessInfo) => !this.guard.forbidsPid(p.pid);
+      return table.sweep({
+        name: COOKIE_NAME,
+        value: cookie,
+        firstHolder: this.root,
+        onHolder: onHolder && ((p) => spare(p) && onHolder(p)),
+      });
+    }
     const processes = await table.list();
     const holders = new Set(cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie) : []);
     return { processes, holders, vanished: 0 };

@@ -1,4 +1,4 @@
-import type { Deliverer, Guard } from '../kill/index.js';
+import type { Deliverer, Guard, MemberScan } from '../kill/index.js';
 import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 import { TreeMembership } from './membership.js';
 import type { Containment, LaunchPlan } from './types.js';
@@ -32,8 +32,8 @@ export abstract class ScannedContainment implements Containment {
     return this.membership.attach(pid);
   }
 
-  members(): Promise<ProcessInfo[]> {
-    return this.membership.scan();
+  members(scan?: MemberScan): Promise<ProcessInfo[]> {
+    return this.membership.scan(scan?.stopOnSight ? (m) => this.deliverer.stopNow(m) : undefined);
   }
 
   async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {

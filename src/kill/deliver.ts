@@ -30,6 +30,14 @@ export class Deliverer {
   }
 
   /**
+   * SIGSTOP to a process read from the table an instant ago (identity needs no re-read: its
+   * number cannot be handed to another process before the pids wrap around). For a freeze.
+   */
+  stopNow(member: ProcessInfo): void {
+    if (!this.guard.forbidsPid(member.pid)) this.raw(member.pid, 'SIGSTOP');
+  }
+
+  /**
    * Signals a whole process group, but only while `witness` (a member verified by identity) still
    * belongs to it: a group whose members are all gone may have had its number recycled.
    */

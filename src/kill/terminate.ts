@@ -4,12 +4,21 @@ import type { MemberReport, TerminateReport } from '../types.js';
 
 /** What a termination sequence acts on: a containment, or an arbitrary existing tree. */
 export interface KillTarget {
-  /** A fresh scan: every live member of the tree now, with its identity. */
-  members(): Promise<ProcessInfo[]>;
+  /**
+   * A fresh scan: every live member of the tree now, with its identity. With `stopOnSight`, a
+   * target that finds members by reading each process (the cookie) sends SIGSTOP to each the
+   * moment it is read, not after the scan: the only way to catch a process that re-forks faster
+   * than a scan completes.
+   */
+  members(scan?: MemberScan): Promise<ProcessInfo[]>;
   /** Delivers `signal` to all of `members` at once; returns those it reached. */
   signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]>;
   /** Notes gathered while signalling (refusals, EPERM). */
   readonly notes?: readonly string[];
+}
+
+export interface MemberScan {
+  stopOnSight?: boolean;
 }
 
 export interface TerminatePlan {
@@ -35,6 +44,8 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   const t0 = clock.now();
   const reports = new Map<string, MemberReport & { info: ProcessInfo }>();
   let killedAt: number | null = null;
+  /** Gone before their SIGKILL at the bound, in a re-forking tree: they may have left a child. */
+  let lost = 0;
   const notes: string[] = [];
 
   const record = (members: ProcessInfo[], signal: NodeJS.Signals) => {
@@ -50,8 +61,8 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
       if (r.signals.at(-1)?.signal !== signal) r.signals.push({ signal, atMs });
     }
   };
-  const send = async (signal: NodeJS.Signals, members: ProcessInfo[]) => {
-    if (members.length === 0) return;
+  const send = async (signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> => {
+    if (members.length === 0) return [];
     const reached = await target.signal(signal, members);
     record(reached, signal);
     // Listed, then gone (or refused) before its signal: still part of the report.
@@ -66,6 +77,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
         info: m,
       });
     }
+    return reached;
   };
   const graceful = async (members: ProcessInfo[]) => {
     await send(plan.signal, members);
@@ -89,13 +101,19 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, graceFrom);
     if (members.length > 0) {
       killedAt = clock.now();
-      const kill = await killUntilGone(target, plan, members, (sig, m) => send(sig, m));
+      const kill = await killUntilGone(target, plan, members, send);
       members = kill.left;
+      lost = kill.lost;
       if (members.length > 0) {
         notes.push(
           kill.reforking
             ? `${members.length} process(es) kept forking under new sessions faster than they could be stopped; counted as escaped`
             : `${members.length} process(es) still alive after SIGKILL for ${plan.killTimeoutMs ?? 3000} ms (uninterruptible, or re-forking faster than the tree could be read); counted as escaped`,
+        );
+      }
+      if (lost > 0) {
+        notes.push(
+          `${lost} process(es) of a tree that kept forking under new sessions were gone before their SIGKILL when the ${plan.killTimeoutMs ?? 3000} ms bound ran out: what they forked last could not be looked for; counted as escaped`,
         );
       }
     }
@@ -111,7 +129,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     members: list,
     signalled: list.filter((r) => r.signals.length > 0).length,
     killed: list.filter((r) => r.outcome === 'killed').length,
-    escaped: members.length,
+    escaped: members.length + lost,
     escalated: killedAt !== null,
     durationMs: Math.round(clock.now() - t0),
     graceUsedMs: killedAt === null ? null : Math.round(killedAt - graceFrom),
@@ -167,13 +185,16 @@ async function killUntilGone(
   target: KillTarget,
   plan: TerminatePlan,
   first: ProcessInfo[],
-  send: (signal: NodeJS.Signals, m: ProcessInfo[]) => Promise<void>,
-): Promise<{ left: ProcessInfo[]; reforking: boolean }> {
+  send: (signal: NodeJS.Signals, m: ProcessInfo[]) => Promise<ProcessInfo[]>,
+): Promise<{ left: ProcessInfo[]; reforking: boolean; lost: number }> {
   const start = plan.clock.now();
   const giveUpAt = start + (plan.killTimeoutMs ?? 3000);
   const killed = new Set<string>();
   let reforking = false;
+  let lost = 0;
   let members = first;
+  // Once the tree re-forks, every scan stops what it finds as it reads it (see KillTarget.members).
+  const scan = () => target.members(reforking ? { stopOnSight: true } : undefined);
   while (members.length > 0) {
     if (killed.size > 0 && members.some((m) => !killed.has(key(m)))) {
       reforking = true;
@@ -184,21 +205,27 @@ async function killUntilGone(
     // Wait on the killed members by pid; a full scan (which also finds late forks) at least
     // every MAX_POLL_MS, and once they are all gone.
     await untilGone(plan, members, Math.min(plan.clock.now() + MAX_POLL_MS, giveUpAt), start);
-    members = await target.members();
+    members = await scan();
+    // A re-forking tree seen empty once may only have been between two generations: a second
+    // scan that also stops what it reads must agree.
+    if (members.length === 0 && reforking) members = await scan();
     if (plan.clock.now() >= giveUpAt) {
       // Out of time. What this scan saw for the first time (on a loaded host one scan can take
       // most of the bound) was never sent a SIGKILL: it gets one, and only what outlives it, or
       // what outlived an earlier one, is left. No new scan: the bound is spent.
       const fresh = members.filter((m) => !killed.has(key(m)));
       if (fresh.length > 0) {
-        await send('SIGKILL', fresh);
+        const reached = new Set((await send('SIGKILL', fresh)).map(key));
         await untilGone(plan, fresh, plan.clock.now() + MAX_POLL_MS, start);
         members = await aliveAmong(plan.table, members, 0);
+        // One that died of its SIGKILL forked nothing after it; one that was gone already (or
+        // ignored a stop) may have forked its successor, and the bound leaves no scan to find it.
+        if (reforking) lost = fresh.filter((m) => !reached.has(key(m))).length;
       }
       break;
     }
   }
-  return { left: members, reforking };
+  return { left: members, reforking, lost };
 }
 
 /** Polls `members` by pid until all are gone or `until` passes. */
@@ -225,7 +252,7 @@ async function freeze(
   target: KillTarget,
   plan: TerminatePlan,
   members: ProcessInfo[],
-  stop: (m: ProcessInfo[]) => Promise<void>,
+  stop: (m: ProcessInfo[]) => Promise<unknown>,
   giveUpAt: number,
 ): Promise<ProcessInfo[]> {
   const stopped = new Set<string>();
@@ -235,7 +262,7 @@ async function freeze(
     if (fresh.length === 0) break;
     await stop(fresh);
     for (const m of fresh) stopped.add(key(m));
-    now = await target.members();
+    now = await target.members({ stopOnSight: true });
   }
   return now;
 }

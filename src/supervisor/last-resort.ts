@@ -11,7 +11,7 @@ import type { ManagedRun } from './managed-run.js';
  * killed by pid. Its process group is signalled only through its leader, the run's root, whose
  * identity (pid + start time) is read again from /proc just before: a group whose leader exited may
  * be gone and its number reused by someone else's group. Every member seen so far is killed by pid
- * after the same check. Where there is no /proc nothing can be verified, so only the cgroup (Linux
+ * after the same check, with the group it leads, if it leads one. Where there is no /proc nothing can be verified, so only the cgroup (Linux
  * only anyway) is killed. Journal records stay: a later `reap` sweeps what this missed.
  */
 export function killLiveRunsNow(runs: readonly ManagedRun[]): void {
@@ -31,7 +31,16 @@ export function killLiveRunsNow(runs: readonly ManagedRun[]): void {
     const leader = root && root.pid === pgid ? verified(root) : null;
     if (pgid !== null && leader?.pgid === pgid && !forbidden(pgid) && !shield.groups.has(pgid))
       sigkill(-pgid);
-    for (const m of members) if (!forbidden(m.pid) && verified(m)) sigkill(m.pid);
+    for (const m of members) {
+      if (forbidden(m.pid)) continue;
+      const now = verified(m);
+      if (!now) continue;
+      // A member that leads its own group (a setsid'd leftover) takes that group with it: what it
+      // forked since the last scan is in there and nowhere else we know of. Verified just now, it
+      // is the group's creator, so the group is the run's.
+      if (now.pgid === now.pid && !shield.groups.has(now.pgid)) sigkill(-now.pid);
+      sigkill(m.pid);
+    }
   }
   removeKilled(killed);
 }

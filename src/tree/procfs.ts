@@ -89,7 +89,9 @@ export class ProcfsTable implements ProcessTable {
           const value = envValue(env, name);
           if (value === null) continue;
           queries.forEach((q, i) => {
-            if (q.name === name && q.value === value && start >= (floors[i] as number)) holders[i]?.add(pid);
+            if (q.name !== name || q.value !== value || start < (floors[i] as number)) return;
+            holders[i]?.add(pid);
+            q.onHolder?.(info);
           });
         }
       }

@@ -20,6 +20,12 @@ export interface EnvQuery {
    * so a table that can order start times skips reading the environment of older processes.
    */
   firstHolder?: ProcessInfo | null;
+  /**
+   * Called the moment a live holder is read, before the sweep reads on. A freeze stops holders
+   * here: one that re-forks under a new session every few hundred microseconds has forked again
+   * by the time a whole sweep is over, so a stop sent after the sweep reaches only its corpse.
+   */
+  onHolder?: (holder: ProcessInfo) => void;
 }
 
 export interface Sweep {

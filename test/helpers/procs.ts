@@ -132,6 +132,16 @@ export class LeakGuard {
         // the directory may already be gone
       }
     }
+    // And every process that names a tracked directory without having written a pid file: a
+    // fixture's `sleep` child inherits the directory through its environment (FIXTURE_DIR).
+    if (this.dirs.size > 0) {
+      for (const entry of readdirSync('/proc')) {
+        if (!/^\d+$/.test(entry)) continue;
+        const pid = Number(entry);
+        if (pid === process.pid || found.has(pid)) continue;
+        for (const dir of this.dirs) if (mentions(pid, dir) && alive(pid)) found.add(pid);
+      }
+    }
     for (const [pid, start] of this.pids) {
       if (alive(pid) && startTime(pid) === start) found.add(pid);
     }
