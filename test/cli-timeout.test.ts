@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -514,5 +514,29 @@ describe("procwarden timeout: the cases coreutils' own tests check", () => {
     const r = await timeout(['-k', '-1', '1', 'true']);
     expect(r.stderr.split('\n')[0]).toBe("procwarden timeout: invalid time interval '-1'");
     expect((await timeout(['', 'true'])).status).toBe(125);
+  });
+});
+
+describe('procwarden under the V8 profiler', () => {
+  it('node --cpu-prof: SIGPROF is the profiler clock, not a stop; the command runs, a profile is written', () => {
+    const dir = leaks.trackDir(makeTmp());
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--cpu-prof',
+        `--cpu-prof-dir=${dir}`,
+        '--cpu-prof-interval=100',
+        CLI,
+        'timeout',
+        '10',
+        'sh',
+        '-c',
+        'sleep 0.3; exit 3',
+      ],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
+    // Listening to SIGPROF there made procwarden stop at the profiler's first tick (exit 155).
+    expect({ status: r.status, signal: r.signal }).toEqual({ status: 3, signal: null });
+    expect(readdirSync(dir).some((f) => f.endsWith('.cpuprofile'))).toBe(true);
   });
 });

@@ -6,7 +6,19 @@ import { stopListening, TERMINATING_SIGNALS } from '../supervisor/index.js';
  * in our process. Windows delivers only these three to a Node process.
  */
 const STOP_SIGNALS: readonly NodeJS.Signals[] =
-  process.platform === 'win32' ? ['SIGINT', 'SIGTERM', 'SIGHUP'] : TERMINATING_SIGNALS;
+  process.platform === 'win32'
+    ? ['SIGINT', 'SIGTERM', 'SIGHUP']
+    : TERMINATING_SIGNALS.filter((s) => s !== 'SIGPROF' || !profiled());
+
+/**
+ * Under `node --cpu-prof` (or --prof) SIGPROF is V8's sampling clock, ticking every millisecond:
+ * a listener would take the profiler's handler and read its first tick as a request to stop.
+ */
+function profiled(): boolean {
+  return [...process.execArgv, ...(process.env.NODE_OPTIONS?.split(/\s+/) ?? [])].some((a) =>
+    /^--(cpu-prof|prof)(=|$|-)/.test(a),
+  );
+}
 
 /** What a terminal sends to its foreground job: `run` passes these on as they are. */
 export const TERMINAL_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGQUIT', 'SIGHUP'];

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import type * as Crypto from 'node:crypto';
+import { createRequire } from 'node:module';
 import type { RunSpec } from '../types.js';
 
 /** When the caller gives none: what the process was started with (argv, cwd, env, mode, shell). */
@@ -13,5 +14,13 @@ export function specFingerprint(spec: RunSpec): string {
     spec.mode ?? 'child',
     spec.shell ?? false,
   ]);
-  return createHash('sha256').update(identity).digest('hex').slice(0, 32);
+  return crypto().createHash('sha256').update(identity).digest('hex').slice(0, 32);
+}
+
+/** node:crypto on first use: it costs every `procwarden timeout` ~5 ms, and only live sessions need it. */
+let loaded: typeof Crypto | undefined;
+function crypto(): typeof Crypto {
+  loaded ??= (process.getBuiltinModule?.('node:crypto') ??
+    createRequire(import.meta.url)('node:crypto')) as typeof Crypto;
+  return loaded;
 }

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { type Clock, realClock } from '../clock.js';
 import { CgroupHost } from '../containment/index.js';
 import { ProcwardenError } from '../errors.js';
@@ -43,8 +42,15 @@ const DEFAULT_LOG_CHARS = 65_536;
  * journals them for crash recovery, and can stop them all.
  */
 export class Supervisor {
-  /** Unique on this machine: it prefixes run ids, which are also the runs' environment cookies. */
-  readonly id = `pw${process.pid.toString(36)}${randomBytes(3).toString('hex')}`;
+  /**
+   * Unique on this machine: it prefixes run ids, which are also the runs' environment cookies. The
+   * pid makes it unique among live processes, the random part among supervisors of one process
+   * and across pid reuse. Nothing rests on it being unguessable (a process that copies a cookie
+   * only makes itself a member), so Math.random serves, and node:crypto stays unloaded.
+   */
+  readonly id = `pw${process.pid.toString(36)}${Math.floor(Math.random() * 0x1000000)
+    .toString(16)
+    .padStart(6, '0')}`;
   /** With `reconcileOnStart`: the report of the reap that ran when this supervisor was created. */
   readonly reconciled: Promise<ReapReport> | undefined;
   private readonly clock: Clock;
