@@ -173,11 +173,12 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
     const r = await sup.spawn({ argv: ['/bin/true'], containment: 'process-group' }).result;
     expect(r.reason).toBe('exit');
     // The identity of the child (one call, shared by the journal), then the leftover scan and its
-    // confirming rescan, each an ancestry snapshot plus the table snapshot: 5, whatever our depth.
-    expect(counter.calls).toBeLessThanOrEqual(5);
+    // confirming rescan, one table snapshot each (our ancestry is read from it): 3, whatever our
+    // depth (5 when each scan took an ancestry snapshot of its own).
+    expect(counter.calls).toBeLessThanOrEqual(3);
   });
 
-  it('cancel(): the calls grow by at most one per extra member, not one per member per poll', async () => {
+  it('cancel(): the calls hardly grow with the tree, not one per member per poll', async () => {
     const cost = async (size: number) => {
       const { sup, counter } = counted();
       const handle = sup.spawn({ argv: flatTree(size), containment: 'process-group', graceMs: 10_000 });
@@ -194,9 +195,11 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
     };
     const small = await cost(10);
     const large = await cost(30);
-    // What remains per member is terminate's liveness read of each member as it is seen gone
-    // (read one after the other, so no batching can share them); the scans cost the same at any size.
-    expect(large - small).toBeLessThanOrEqual(20 + 4);
+    // Terminate's liveness reads go in windows of 1, 2, 4… members, one call each, and the scans
+    // cost the same at any size: 8 and 9 calls measured here (17 and 37 when each member was read
+    // in a call of its own). A bound well under one call per member, not the exact figure.
+    expect(large - small).toBeLessThanOrEqual(8);
+    expect(large).toBeLessThanOrEqual(20);
   });
 });
 

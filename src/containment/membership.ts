@@ -58,10 +58,13 @@ export class TreeMembership {
   /** `onHolder`: called the moment a cookie holder is read (see EnvQuery.onHolder). */
   async scan(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
     let members = await this.scanOnce(onHolder);
-    // "Nothing left" is only believed when a fresh scan agrees, and one that saw no process vanish
-    // mid-read: a member that forks and exits between our directory read and its stat read leaves
-    // a child we did not list (pid numbers wrap, so a new child is not always listed later).
-    for (let i = 0; members.length === 0 && i < CONFIRM_SCANS; i++) {
+    // "Nothing left" is only believed from a scan that saw no process vanish mid-read: a member
+    // that forks and exits between our directory read and its stat read leaves a child we did not
+    // list (pid numbers wrap, so a new child is not always listed later). One that saw none
+    // vanish read every process alive at its listing, so every parent of anything born since: it
+    // needs no second opinion. A table that cannot tell (ps) always gets one.
+    const unsure = () => this.vanished > 0 || !this.table.sweep;
+    for (let i = 0; members.length === 0 && unsure() && i < CONFIRM_SCANS; i++) {
       members = await this.scanOnce(onHolder);
       if (this.vanished === 0) break;
     }
@@ -85,8 +88,8 @@ export class TreeMembership {
   }
 
   private async scanOnce(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
-    await this.guard.refresh(this.table);
     const { processes: list, holders, vanished, unsettled = 0 } = await this.snapshot(onHolder);
+    this.guard.refreshFrom(list);
     this.vanished = vanished;
     this.unsettled = unsettled;
     const byPid = new Map(list.map((p) => [p.pid, p]));

@@ -17,10 +17,34 @@ export class Guard {
   }
 
   async refresh(table: ProcessTable): Promise<void> {
-    const pids = new Set<number>([process.pid]);
-    const groups = new Set<number>();
-    const sessions = new Set<number>();
-    for (const info of table.ancestry ? await table.ancestry(process.pid) : await walkUp(table)) {
+    this.take(table.ancestry ? await table.ancestry(process.pid) : await walkUp(table));
+  }
+
+  /**
+   * The same from a whole-table snapshot a scan just took: no read of its own (on the ps table,
+   * one process launch fewer per scan), and the ancestry is exactly the one the scan's members
+   * are judged against.
+   */
+  refreshFrom(snapshot: readonly ProcessInfo[]): void {
+    const byPid = new Map(snapshot.map((p) => [p.pid, p]));
+    const chain: ProcessInfo[] = [];
+    let info = byPid.get(process.pid);
+    let whole = info !== undefined;
+    for (let hops = 0; info && hops < 4096; hops++) {
+      chain.push(info);
+      const parent = info.ppid;
+      info = parent > 1 ? byPid.get(parent) : undefined;
+      if (parent > 1 && !info) whole = false;
+    }
+    // A snapshot that misses us or an ancestor (read mid-change) only ever adds protection.
+    this.take(chain, !whole);
+  }
+
+  private take(chain: readonly ProcessInfo[], keep = false): void {
+    const pids = new Set<number>(keep ? [...this.pids, process.pid] : [process.pid]);
+    const groups = new Set<number>(keep ? this.groups : []);
+    const sessions = new Set<number>(keep ? this.sessions : []);
+    for (const info of chain) {
       pids.add(info.pid);
       groups.add(info.pgid);
       if (info.sid > 0) sessions.add(info.sid);

@@ -280,14 +280,22 @@ async function aliveAmong(table: ProcessTable, members: ProcessInfo[], from: num
   return out;
 }
 
-/** Index of the first member still alive at or after `from`; `members.length` when none is. */
+/**
+ * Index of the first member still alive at or after `from`; `members.length` when none is. Read in
+ * windows of 1, 2, 4… members at once: the reads of one window share a turn, which the ps table
+ * answers with one `ps -p a,b,c` (one call per window, not per member), while procfs still stops
+ * at the first live one, having read at most twice as many as it needed.
+ */
 async function firstAlive(table: ProcessTable, members: ProcessInfo[], from: number): Promise<number> {
-  for (let i = from; i < members.length; i++) {
-    const m = members[i] as ProcessInfo;
-    // A table that cannot answer proves nothing gone: the member counts as alive, and the
-    // target's own scans (which report why) decide.
-    const fresh = await table.get(m.pid).catch(() => m);
-    if (!isGone(fresh) && fresh?.startTime === m.startTime) return i;
+  for (let i = from, width = 1; i < members.length; i += width, width *= 2) {
+    const window = members.slice(i, i + width);
+    const fresh = await Promise.all(
+      // A table that cannot answer proves nothing gone: the member counts as alive, and the
+      // target's own scans (which report why) decide.
+      window.map((m) => table.get(m.pid).catch(() => m)),
+    );
+    const alive = window.findIndex((m, k) => !isGone(fresh[k]) && fresh[k]?.startTime === m.startTime);
+    if (alive >= 0) return i + alive;
   }
   return members.length;
 }
