@@ -19,6 +19,8 @@ import {
 import { startLoad } from './stress-load.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** Leaked processes live on (a fixture sleeps for minutes); 5 s is ample for anything exiting. */
+const SETTLE_MS = 5000;
 const { runs, vitestArgs } = parseArgs(process.argv.slice(2));
 const logs = mkdtempSync(join(tmpdir(), 'pw-stress-'));
 
@@ -84,6 +86,10 @@ for (const r of failedRuns)
     `  run ${r.index}: ${r.failures.length > 0 ? r.failures.join('; ') : `vitest exited ${r.code}`}`,
   );
 
+// The last run's own processes (vitest's workers, a fixture its last test killed) may still be on
+// their way out when vitest's main process has exited: a leak is what is still there once they had
+// the time to end, never what was merely dying at that instant (the census of stop 24 counted one).
+await settle(cgroup);
 const leaked = leakedProcesses();
 const leftover = leftoverCgroups();
 console.log(`  leaked processes: ${leaked.length}${leaked.length ? ` (${leaked.join(', ')})` : ''}`);
@@ -149,6 +155,13 @@ function failuresIn(jsonPath) {
   return out;
 }
 
+/** Waits (at most SETTLE_MS) for the suite's cgroup to hold no live process. */
+async function settle(dir) {
+  const until = Date.now() + SETTLE_MS;
+  while (dir && cgroupPids(dir).length > 0 && Date.now() < until)
+    await new Promise((r) => setTimeout(r, 100));
+}
+
 /**
  * Processes left by the runs: whatever is still in the suite's cgroup, and cookie holders that
  * were not there before and descend only from processes started since (see orphanedSince), which
@@ -157,7 +170,8 @@ function failuresIn(jsonPath) {
  */
 function leakedProcesses() {
   const out = [];
-  if (cgroup) for (const pid of cgroupPids(cgroup)) out.push(`${pid} (in the suite's cgroup)`);
+  if (cgroup)
+    for (const pid of cgroupPids(cgroup)) out.push(`${pid} ${describe(pid)} (in the suite's cgroup)`);
   const inCgroup = new Set(cgroup ? cgroupPids(cgroup) : []);
   for (const [key, info] of cookieHolders(ownCookie)) {
     const pid = Number(key.split('@')[0]);
@@ -205,5 +219,14 @@ function cgroupsAtRoot() {
     );
   } catch {
     return [];
+  }
+}
+
+/** Its command line, to tell which test left it. */
+function describe(pid) {
+  try {
+    return `[${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim().slice(0, 200)}]`;
+  } catch {
+    return '[gone]';
   }
 }
