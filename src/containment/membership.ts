@@ -151,15 +151,8 @@ export class TreeMembership {
   /** The table and the cookie holders, in one pass where the table offers it. */
   private async snapshot(onHolder?: (holder: ProcessInfo) => void): Promise<Sweep> {
     const { table, cookie } = this;
-    if (cookie && table.sweep) {
-      const spare = (p: ProcessInfo) => !this.guard.forbidsPid(p.pid);
-      return table.sweep({
-        name: COOKIE_NAME,
-        value: cookie,
-        firstHolder: this.root,
-        onHolder: onHolder && ((p) => spare(p) && onHolder(p)),
-      });
-    }
+    if (cookie && table.sweep)
+      return table.sweep({ name: COOKIE_NAME, value: cookie, firstHolder: this.root, onHolder });
     const processes = await table.list();
     const holders = new Set(cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie) : []);
     return { processes, holders, vanished: 0 };

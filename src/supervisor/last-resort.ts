@@ -11,8 +11,8 @@ import type { ManagedRun } from './managed-run.js';
  * killed by pid. Its process group is signalled only through its leader, the run's root, whose
  * identity (pid + start time) is read again from /proc just before: a group whose leader exited may
  * be gone and its number reused by someone else's group. Every member seen so far is killed by pid
- * after the same check, with the group it leads, if it leads one. Where there is no /proc nothing can be verified, so only the cgroup (Linux
- * only anyway) is killed. Journal records stay: a later `reap` sweeps what this missed.
+ * after the same check, with the group it leads, if it leads one. Where there is no /proc nothing
+ * can be verified, so only the cgroup (Linux only anyway) is killed. Journal records stay: a later `reap` sweeps what this missed.
  */
 export function killLiveRunsNow(runs: readonly ManagedRun[]): void {
   const shield = ancestry();
