@@ -39,6 +39,23 @@ describe('procfs sweep', () => {
     await waitFor(() => !alive(child.pid ?? 0));
   });
 
+  it('finds a cookie behind an environment larger than its read buffer, and one between two of them', async () => {
+    const cookie = `large-${process.pid}`;
+    // 100 KiB before the cookie: past the sweep's reused 64 KiB buffer, so the whole block is read.
+    const big = spawn('sleep', ['30'], {
+      env: { PATH: process.env.PATH, PAD: 'x'.repeat(100 * 1024), PROCWARDEN_RUN: cookie },
+    });
+    const small = spawn('sleep', ['30'], { env: { PATH: process.env.PATH, PROCWARDEN_RUN: cookie } });
+    leaks.track(big.pid);
+    leaks.track(small.pid);
+    const table = new ProcfsTable();
+    for (const c of [big, small]) await waitFor(() => table.getSync(c.pid ?? 0)?.command === 'sleep');
+    const sweep = table.sweepManySync([{ name: 'PROCWARDEN_RUN', value: cookie }])[0] as Sweep;
+    expect([...sweep.holders].sort()).toEqual([big.pid, small.pid].sort());
+    for (const c of [big, small]) c.kill('SIGKILL');
+    await waitFor(() => !alive(big.pid ?? 0) && !alive(small.pid ?? 0));
+  });
+
   it('hands each holder to onHolder the moment it is read, before the sweep ends', async () => {
     const cookie = `onsight-${process.pid}`;
     const child = spawn('sleep', ['30'], { env: { PATH: process.env.PATH, PROCWARDEN_RUN: cookie } });

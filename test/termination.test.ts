@@ -330,4 +330,31 @@ describe('the SIGKILL chase runs out of time', () => {
     expect(report.notes).toEqual([]);
     await Promise.all([exited(first), exited(late)]);
   });
+
+  it('kill() sends each member one SIGKILL, not a second round before it looks again', async () => {
+    const table = new ProcfsTable();
+    const child = spawn('sleep', ['30'], { stdio: 'ignore' });
+    leaks.track(child.pid);
+    const member = await waitFor(() => table.getSync(child.pid ?? 0) ?? undefined, { what: 'sleep started' });
+    const sent: string[] = [];
+    const target: KillTarget = {
+      async members() {
+        const now = table.getSync(member.pid);
+        return now && now.state !== 'Z' && now.startTime === member.startTime ? [now] : [];
+      },
+      async signal(sig, members) {
+        for (const m of members) {
+          sent.push(`${sig} ${m.pid}`);
+          process.kill(m.pid, sig);
+        }
+        return members;
+      },
+    };
+    const exited = new Promise((r) => child.once('exit', r));
+    const report = await terminate(target, { signal: 'SIGKILL', graceMs: 0, clock: realClock, table });
+    await exited;
+    expect(sent).toEqual([`SIGKILL ${member.pid}`]);
+    expect(report.killed).toBe(1);
+    expect(report.escalated).toBe(true);
+  });
 });

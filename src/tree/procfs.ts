@@ -10,6 +10,7 @@ export class ProcfsTable implements ProcessTable {
   readonly name = 'procfs';
   /** Reused for every stat read: one open/read/close, no allocation per process. */
   private readonly buf = Buffer.allocUnsafe(4096);
+  private readonly envBuf = Buffer.allocUnsafe(64 * 1024);
 
   constructor(private readonly root = '/proc') {}
 
@@ -153,14 +154,37 @@ export class ProcfsTable implements ProcessTable {
     }
   }
 
+  /**
+   * The environment block, in a buffer reused by the next read (every caller is done with it
+   * before then): one open, read until end-of-file, close, without the fstat and allocation of
+   * readFileSync.
+   */
   private environ(pid: number): Buffer | null {
+    let fd: number;
     try {
-      return readFileSync(`${this.root}/${pid}/environ`);
+      fd = openSync(`${this.root}/${pid}/environ`, 'r');
     } catch {
       return null; // gone, or not ours to read
     }
+    try {
+      let length = 0;
+      for (;;) {
+        const n = readSync(fd, this.envBuf, length, this.envBuf.length - length, null);
+        if (n === 0) return this.envBuf.subarray(0, length);
+        length += n;
+        if (length === this.envBuf.length) return readFileSync(`${this.root}/${pid}/environ`); // unusually large
+      }
+    } catch {
+      return null; // exited between open and read
+    } finally {
+      closeSync(fd);
+    }
   }
 
+  /**
+   * A stat line in one read: procfs builds the whole record on the first read and returns all of
+   * it when the buffer is larger, so a short read is the end (no second read to see end-of-file).
+   */
   private readSmall(path: string): string | null {
     let fd: number;
     try {
@@ -169,14 +193,9 @@ export class ProcfsTable implements ProcessTable {
       return null;
     }
     try {
-      let length = 0;
-      for (;;) {
-        const n = readSync(fd, this.buf, length, this.buf.length - length, null);
-        if (n === 0) break;
-        length += n;
-        if (length === this.buf.length) return readFileSync(path, 'utf8'); // unusually long: read whole
-      }
-      return this.buf.toString('utf8', 0, length);
+      const n = readSync(fd, this.buf, 0, this.buf.length, null);
+      if (n === this.buf.length) return readFileSync(path, 'utf8'); // unusually long: read whole
+      return this.buf.toString('utf8', 0, n);
     } catch {
       return null; // ESRCH: the process exited between open and read
     } finally {
