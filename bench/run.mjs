@@ -57,7 +57,7 @@ for (const file of FIGURES) {
   if (only && !only.includes(figure.id)) continue;
   const t0 = performance.now();
   const result = await figure.run({ quick, reps, tracker });
-  const survivors = tracker.sweep();
+  const survivors = await tracker.sweep();
   leaked += survivors;
   const seconds = (performance.now() - t0) / 1000;
   const done = { id: figure.id, title: figure.title, unit: figure.unit, seconds, ...result };
