@@ -10,11 +10,18 @@ const LIBRARY = pathToFileURL(join(ROOT, 'dist', 'index.js')).href;
 const GNU_TIMEOUT = ['/usr/bin/timeout', '/bin/timeout'].find((p) => existsSync(p));
 const NODE = 'node -e 0';
 
+/**
+ * Every contender starts without NODE_EXTRA_CA_CERTS: Node 20 reads and parses those certificates
+ * at start-up (a 220 KB bundle costs 75 ms on the project's machine, whose environment sets it),
+ * which would inflate `node -e 0` and flatter every ratio. Node 22+ reads them when TLS first needs them.
+ */
+const { NODE_EXTRA_CA_CERTS: extraCerts, ...ENV } = process.env;
+
 /** Whole processes, start to exit as the parent sees it (the `exit` event). */
 function wall(argv) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(argv[0], argv.slice(1), { stdio: 'ignore' });
+    const child = spawn(argv[0], argv.slice(1), { stdio: 'ignore', env: ENV });
     child.on('error', reject);
     child.on('exit', (code) => {
       if (code !== 0) reject(new Error(`${argv.join(' ')} exited ${code}`));
@@ -66,6 +73,11 @@ export default {
       goals,
       notes: [
         'ratios against node -e 0, medians, contenders alternated; the compile cache (Node 22.1+) warmed by one unmeasured start',
+        ...(extraCerts === undefined
+          ? []
+          : [
+              'NODE_EXTRA_CA_CERTS is set here and was unset for every contender (Node 20 loads it at start-up)',
+            ]),
       ],
     };
   },

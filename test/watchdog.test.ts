@@ -46,10 +46,10 @@ interface Ready {
 }
 
 /** A host with its three runs up and its watchdog listening (it names itself once it listens). */
-async function hostWithRuns(mode: string, how: string) {
+async function hostWithRuns(mode: string, how: string, env: Record<string, string> = {}) {
   const dir = leaks.trackDir(makeTmp('pw-wd-'));
   const stateDir = leaks.trackDir(makeTmp('pw-wd-state-'));
-  const host: Host = startHost('host-dies.mjs', [dir, stateDir, mode, how, String(GRACE)]);
+  const host: Host = startHost('host-dies.mjs', [dir, stateDir, mode, how, String(GRACE)], env);
   leaks.track(host.child.pid);
   const ready = JSON.parse(await host.line('ready')) as Ready;
   leaks.trackCookie(ready.supervisorId);
@@ -150,6 +150,27 @@ describe('the watchdog ends the trees of a host that died', () => {
     expect((await run.host.exited).code).toBe(3);
     await expectAllEnded(run);
     expectCleanupRan(run.dir, false);
+  });
+
+  it("starts without the host's NODE_OPTIONS and NODE_EXTRA_CA_CERTS (a debugger port, a TLS bundle are not its)", async () => {
+    const certs = join(makeTmp('pw-wd-certs-'), 'none.pem');
+    leaks.trackDir(dirname(certs));
+    const run = await hostWithRuns('process-group', 'shutdown', {
+      NODE_OPTIONS: '--no-deprecation',
+      NODE_EXTRA_CA_CERTS: certs,
+    });
+    const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    expect(environ(run.host.child.pid ?? 0)).toContain(`NODE_EXTRA_CA_CERTS=${certs}`);
+    const names = environ(run.ready.watchdogPid).map((e) => e.slice(0, e.indexOf('=')));
+    expect(names).not.toContain('NODE_OPTIONS');
+    expect(names).not.toContain('NODE_EXTRA_CA_CERTS');
+    run.host.child.stdin?.end('go\n');
+    expect((await run.host.exited).code).toBe(0);
+    await waitFor(() => !alive(run.ready.watchdogPid), { timeoutMs: BOUND, what: 'watchdog gone' });
+    const decoy = Number(readFileSync(join(run.dir, 'decoy.pid'), 'utf8'));
+    leaks.track(decoy);
+    process.kill(decoy, 'SIGKILL');
+    await waitFor(() => !alive(decoy), { what: 'decoy gone' });
   });
 
   it('a normal shutdown: the watchdog exits having signalled nothing, and the host exits by itself', async () => {
