@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { run, terminateTree } from '../src/index.js';
 import { UNVERIFIED_LATE_FORKS } from '../src/kill/tree.js';
@@ -8,8 +9,9 @@ const leaks = new LeakGuard();
 afterEach(() => leaks.check());
 
 // On SIGTERM the shell starts a sleeper through a subshell that exits at once: the sleeper is
-// re-parented to init before anyone can see it as a descendant, and writes its pid down.
-const TRAP = `trap '( sleep 30 & echo $! > "$1/late.pid" ); exit 0' TERM; echo ready; while :; do sleep 0.05; done`;
+// re-parented to init before anyone can see it as a descendant, and writes its pid down. Its
+// environment names the test's directory, so that LeakGuard knows it as the test's.
+const TRAP = `trap '( PW_DIR="$1" sleep 30 & echo $! > "$1/late.pid" ); exit 0' TERM; echo ready; while :; do sleep 0.05; done`;
 
 /** Starts the trap script the way another program would (not through procwarden). */
 async function startForeign(detached: boolean) {
@@ -42,8 +44,11 @@ describe('terminateTree: a member that forks in its SIGTERM handler', () => {
     const report = await terminateTree(pid, { graceMs: 3000 });
     expect(alive(pid)).toBe(false);
     expect(report.notes).toContain(UNVERIFIED_LATE_FORKS);
-    // LeakGuard kills the sleeper by its pid file after the test.
-    await waitFor(() => readPids(dir).get('late'), { what: 'the late fork' });
+    // The sleeper procwarden could not see is ended here, by its pid: it would outlive the test.
+    const late = await waitFor(() => readPids(dir).get('late'), { what: 'the late fork' });
+    expect(readFileSync(`/proc/${late}/environ`, 'utf8')).toContain(`PW_DIR=${dir}`);
+    process.kill(late, 'SIGKILL');
+    await waitFor(() => !alive(late), { what: 'the late fork gone' });
   });
 
   it('under run() the same tree ends completely', async () => {

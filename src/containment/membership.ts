@@ -1,6 +1,14 @@
 import type { Guard } from '../kill/index.js';
 import { COOKIE_NAME } from '../options/index.js';
-import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
+import {
+  descendantsOf,
+  indexOf,
+  isGone,
+  type ProcessInfo,
+  type ProcessTable,
+  type SnapshotIndex,
+  type Sweep,
+} from '../tree/index.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 /** Extra scans before an empty tree is believed, when processes keep vanishing mid-scan. */
@@ -92,7 +100,8 @@ export class TreeMembership {
     this.guard.refreshFrom(list);
     this.vanished = vanished;
     this.unsettled = unsettled;
-    const byPid = new Map(list.map((p) => [p.pid, p]));
+    const index = indexOf(list);
+    const { byPid } = index;
     const members = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
       if (p && !isGone(p) && !this.guard.forbidsPid(p.pid)) members.set(key(p), p);
@@ -104,13 +113,13 @@ export class TreeMembership {
     if (current && current.startTime === this.root?.startTime) this.root = current;
     const root = this.root;
     const group = this.useGroup && root ? this.groupOf(root, byPid) : null;
-    if (group !== null) for (const p of list) if (p.pgid === group && p.sid === root?.sid) add(p);
+    if (group !== null) for (const p of index.byGroup.get(group) ?? []) if (p.sid === root?.sid) add(p);
     for (const k of this.known.values()) {
       const now = byPid.get(k.pid);
       if (now && now.startTime === k.startTime) add(now);
     }
     for (const pid of holders) add(byPid.get(pid));
-    for (const p of this.sessionMembers(list, byPid, members.values())) add(p);
+    for (const p of this.sessionMembers(index, members.values())) add(p);
     const roots = [...members.values()].map((p) => p.pid);
     if (root && byPid.get(root.pid)?.startTime === root.startTime) roots.push(root.pid);
     for (const d of descendantsOf(list, roots)) add(d);
@@ -129,11 +138,7 @@ export class TreeMembership {
    * (alive or a zombie, same start time), everyone in the session was started inside it, by the
    * founder or its descendants. Sessions that hold procwarden or an ancestor are never claimed.
    */
-  private sessionMembers(
-    list: ProcessInfo[],
-    byPid: Map<number, ProcessInfo>,
-    members: Iterable<ProcessInfo>,
-  ): ProcessInfo[] {
+  private sessionMembers({ byPid, bySession }: SnapshotIndex, members: Iterable<ProcessInfo>): ProcessInfo[] {
     const founders = new Set<number>();
     const leads = (p: ProcessInfo | undefined) => {
       if (p && p.sid === p.pid && !this.guard.forbidsSession(p.sid)) founders.add(p.pid);
@@ -145,7 +150,7 @@ export class TreeMembership {
       leads(now); // a row read before its setsid (forkpty, setsid(1)) does not show it leads
     }
     for (const m of members) leads(m);
-    return founders.size === 0 ? [] : list.filter((p) => founders.has(p.sid));
+    return [...founders].flatMap((sid) => bySession.get(sid) ?? []);
   }
 
   /** The table and the cookie holders, in one pass where the table offers it. */

@@ -1,4 +1,4 @@
-import type { ProcessInfo, ProcessTable } from '../tree/index.js';
+import { indexOf, type ProcessInfo, type ProcessTable } from '../tree/index.js';
 
 /**
  * Invariant 2: never signal pid <= 1, ourselves, an ancestor of ours, or a process group that
@@ -26,7 +26,7 @@ export class Guard {
    * are judged against.
    */
   refreshFrom(snapshot: readonly ProcessInfo[]): void {
-    const byPid = new Map(snapshot.map((p) => [p.pid, p]));
+    const { byPid } = indexOf(snapshot);
     const chain: ProcessInfo[] = [];
     let info = byPid.get(process.pid);
     let whole = info !== undefined;

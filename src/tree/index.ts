@@ -15,7 +15,7 @@ export { type BatchSweepTable, CoalescingTable } from './coalescing.js';
 export { ProcfsTable, parseStat } from './procfs.js';
 export { procfsProblem } from './procfs-check.js';
 export { PsTable, parsePs } from './ps.js';
-export { ancestorsOf, descendantsOf } from './relations.js';
+export { ancestorsOf, descendantsOf, indexOf, type SnapshotIndex } from './relations.js';
 export { type CommandResult, type CommandRunner, execRunner } from './runner.js';
 export { SnapshotTable } from './snapshot.js';
 export {

@@ -1,13 +1,47 @@
 import type { ProcessInfo } from './types.js';
 
+/** The lookups a scan makes in one snapshot: by pid, and the lists by parent, group and session. */
+export interface SnapshotIndex {
+  byPid: Map<number, ProcessInfo>;
+  children: Map<number, ProcessInfo[]>;
+  byGroup: Map<number, ProcessInfo[]>;
+  bySession: Map<number, ProcessInfo[]>;
+}
+
+const indexes = new WeakMap<readonly ProcessInfo[], { size: number; index: SnapshotIndex }>();
+
+/**
+ * Built once per snapshot: the runs that end together share one sweep's table, and each building
+ * its own maps made their scans cost runs × processes. A snapshot is never changed once taken; one
+ * that grew since (a caller's array) is indexed again.
+ */
+export function indexOf(table: readonly ProcessInfo[]): SnapshotIndex {
+  const cached = indexes.get(table);
+  if (cached && cached.size === table.length) return cached.index;
+  const index: SnapshotIndex = {
+    byPid: new Map(),
+    children: new Map(),
+    byGroup: new Map(),
+    bySession: new Map(),
+  };
+  const push = (map: Map<number, ProcessInfo[]>, key: number, p: ProcessInfo) => {
+    const list = map.get(key);
+    if (list) list.push(p);
+    else map.set(key, [p]);
+  };
+  for (const p of table) {
+    index.byPid.set(p.pid, p);
+    push(index.children, p.ppid, p);
+    push(index.byGroup, p.pgid, p);
+    push(index.bySession, p.sid, p);
+  }
+  indexes.set(table, { size: table.length, index });
+  return index;
+}
+
 /** All processes reachable from `roots` by parent links in one snapshot (roots excluded). */
 export function descendantsOf(table: readonly ProcessInfo[], roots: Iterable<number>): ProcessInfo[] {
-  const children = new Map<number, ProcessInfo[]>();
-  for (const p of table) {
-    const list = children.get(p.ppid);
-    if (list) list.push(p);
-    else children.set(p.ppid, [p]);
-  }
+  const { children } = indexOf(table);
   const seen = new Set<number>(roots);
   const queue = [...seen];
   const out: ProcessInfo[] = [];
@@ -25,7 +59,7 @@ export function descendantsOf(table: readonly ProcessInfo[], roots: Iterable<num
 
 /** `pid` and its ancestors up to PID 1, as found in `table`. */
 export function ancestorsOf(table: readonly ProcessInfo[], pid: number): Set<number> {
-  const byPid = new Map(table.map((p) => [p.pid, p]));
+  const { byPid } = indexOf(table);
   const out = new Set<number>();
   let current = byPid.get(pid);
   while (current && !out.has(current.pid)) {
