@@ -79,8 +79,8 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     }
     return reached;
   };
-  const graceful = async (members: ProcessInfo[]): Promise<ProcessInfo[]> => {
-    const reached = await send(plan.signal, members);
+  const graceful = async (members: ProcessInfo[]) => {
+    await send(plan.signal, members);
     // A stopped member cannot act on SIGTERM until it is continued.
     if (
       plan.signal !== 'SIGKILL' &&
@@ -89,7 +89,6 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     ) {
       await target.signal('SIGCONT', members);
     }
-    return reached;
   };
 
   let members = await target.members();
@@ -97,13 +96,13 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   // from the scan before it (slow on a loaded machine).
   let graceFrom = t0;
   if (members.length > 0) {
-    const reached = await graceful(members);
+    await graceful(members);
     graceFrom = clock.now();
     if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, graceFrom);
     if (members.length > 0) {
       killedAt = clock.now();
-      // kill(): what the first signal reached has had its SIGKILL; a second one would only cost time.
-      const kill = await killUntilGone(target, plan, members, send, plan.signal === 'SIGKILL' ? reached : []);
+      // kill(): the first signal was the SIGKILL; a second round before looking again only costs time.
+      const kill = await killUntilGone(target, plan, members, send, plan.signal === 'SIGKILL');
       members = kill.left;
       lost = kill.lost;
       if (members.length > 0) {
@@ -150,7 +149,7 @@ async function waitForGrace(
   target: KillTarget,
   plan: TerminatePlan,
   reports: Map<string, { info: ProcessInfo }>,
-  graceful: (m: ProcessInfo[]) => Promise<unknown>,
+  graceful: (m: ProcessInfo[]) => Promise<void>,
   t0: number,
 ): Promise<ProcessInfo[]> {
   const deadline = t0 + plan.graceMs;
@@ -188,12 +187,11 @@ async function killUntilGone(
   plan: TerminatePlan,
   first: ProcessInfo[],
   send: (signal: NodeJS.Signals, m: ProcessInfo[]) => Promise<ProcessInfo[]>,
-  killedAlready: ProcessInfo[],
+  firstSent: boolean,
 ): Promise<{ left: ProcessInfo[]; reforking: boolean; lost: number }> {
   const start = plan.clock.now();
   const giveUpAt = start + (plan.killTimeoutMs ?? 3000);
   const killed = new Set<string>();
-  let already = new Set(killedAlready.map(key));
   let reforking = false;
   let lost = 0;
   let members = first;
@@ -204,11 +202,8 @@ async function killUntilGone(
       reforking = true;
       members = await freeze(target, plan, members, (m) => send('SIGSTOP', m), giveUpAt);
     }
-    await send(
-      'SIGKILL',
-      members.filter((m) => !already.has(key(m))),
-    );
-    already = new Set();
+    if (!firstSent) await send('SIGKILL', members);
+    firstSent = false;
     for (const m of members) killed.add(key(m));
     // Wait on the killed members by pid; a full scan (which also finds late forks) at least
     // every MAX_POLL_MS, and once they are all gone.
