@@ -121,6 +121,23 @@ const modes: [string, string | null][] = [
   ['pty', ptySkipReason()],
 ];
 
+describe('the watchdog starts only while something needs it', () => {
+  it('asked by runs that settled before its turn, none starts; asked by a live one, it starts', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-wd-state-'));
+    const host = startHost('watchdog-soon.mjs', [stateDir]);
+    leaks.track(host.child.pid);
+    // The `timeout 10 true` case: a watchdog started then would boot Node after its host exited.
+    expect(await host.line('skipped')).toBe('none');
+    const pid = Number(await host.line('started'));
+    expect(Number.isInteger(pid)).toBe(true);
+    leaks.track(pid);
+    await waitFor(() => cmdline(pid).startsWith('procwarden-watchdog'), { what: 'watchdog up' });
+    host.child.stdin?.end('go\n');
+    expect((await host.exited).code).toBe(0);
+    await waitFor(() => !alive(pid), { timeoutMs: BOUND, what: 'watchdog gone' });
+  });
+});
+
 describe('the watchdog ends the trees of a host that died', () => {
   for (const [mode, skip] of modes) {
     it.skipIf(skip !== null)(

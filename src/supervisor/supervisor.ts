@@ -142,7 +142,7 @@ export class Supervisor {
       normal.scope !== undefined && normal.replaceScope ? this.registry.liveInScope(normal.scope) : [];
     this.registry.add(entry);
     this.armExitHook();
-    this.watchdog?.startSoon();
+    this.watchdog?.startSoon(() => this.registry.liveCount() > 0);
     if (earlier.length === 0) this.launch(run);
     else {
       // The new run stays 'starting' until the trees it replaces are extinct.

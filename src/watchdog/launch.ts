@@ -32,11 +32,19 @@ export class Watchdog {
     return this.child?.pid;
   }
 
-  /** Asks for it on the next turn of the event loop; later calls cost nothing. */
-  startSoon(): void {
+  /**
+   * Asks for it on the next turn of the event loop; later calls cost nothing until then. If by
+   * then `needed()` is false (the runs that asked have already settled, their records removed),
+   * it is not started: it would guard nothing, and the next call asks again. A `timeout 10 true`
+   * ends within that turn, and a watchdog started then would boot Node after its host exited.
+   */
+  startSoon(needed: () => boolean): void {
     if (this.asked) return;
     this.asked = true;
-    setImmediate(() => this.start());
+    setImmediate(() => {
+      if (needed()) this.start();
+      else this.asked = false;
+    });
   }
 
   /** A normal shutdown: it is told so and exits without reaping. */
@@ -47,8 +55,9 @@ export class Watchdog {
     child?.stdin?.end(CLEAN);
   }
 
-  private start(): void {
-    if (this.stopped) return;
+  /** Starts it now (once). */
+  start(): void {
+    if (this.stopped || this.child) return;
     if (!existsSync(MAIN)) {
       this.problem = `no watchdog: ${MAIN} does not exist (procwarden runs from its sources?)`;
       return;
