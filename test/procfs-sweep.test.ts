@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TreeMembership } from '../src/containment/index.js';
@@ -120,6 +120,61 @@ describe('procfs sweep', () => {
     ])[0] as Sweep;
     expect([...sweep.holders].sort()).toEqual([21, 22]);
     expect(sweep.processes).toHaveLength(3);
+  });
+
+  it('leaves out a process older than the first holder once its /proc entry proves it the same, and reads a changed entry again', async () => {
+    const root = fakeProc([
+      { pid: 50, start: 100, env: '' },
+      { pid: 51, start: 500, env: 'PROCWARDEN_RUN=r2\0' },
+    ]);
+    const table = new ProcfsTable(root);
+    const query = { name: 'PROCWARDEN_RUN', value: 'r2', firstHolder: table.getSync(51) };
+    const pids = () => (table.sweepManySync([query])[0] as Sweep).processes.map((p) => p.pid).sort();
+    // First sweep: read (its start is what makes it old); second: its entry read before its stat
+    // file, which still shows the same start; from then on the entry alone vouches for it.
+    expect(pids()).toEqual([50, 51]);
+    expect(pids()).toEqual([50, 51]);
+    expect(pids()).toEqual([51]);
+    // Another process under pid 50: a new entry (another inode), read again, and found.
+    rmSync(join(root, '50'), { recursive: true });
+    await new Promise((r) => setTimeout(r, 5));
+    mkdirSync(join(root, '50'));
+    writeFileSync(join(root, '50', 'stat'), '50 (sh) S 51 50 50 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 600 0 0');
+    writeFileSync(join(root, '50', 'environ'), 'PROCWARDEN_RUN=r2\0');
+    const sweep = table.sweepManySync([query])[0] as Sweep;
+    expect(sweep.processes.map((p) => p.pid).sort()).toEqual([50, 51]);
+    expect([...sweep.holders].sort()).toEqual([50, 51]);
+    // A sweep without a first holder reads everything.
+    const all = table.sweepManySync([{ name: 'PROCWARDEN_RUN', value: 'r2' }])[0] as Sweep;
+    expect(all.processes).toHaveLength(2);
+  });
+
+  it('on the real /proc: old processes left out after two sweeps, our own ancestry always in, every holder found', async () => {
+    const cookie = `old-${process.pid}`;
+    const older = spawn('sleep', ['30'], { env: { PATH: process.env.PATH } });
+    leaks.track(older.pid);
+    const table = new ProcfsTable();
+    await waitFor(() => table.getSync(older.pid ?? 0)?.command === 'sleep');
+    // Start times tick at 100 Hz: the holder must start in a later tick than the older sleep.
+    await new Promise((r) => setTimeout(r, 30));
+    const holder = spawn('sleep', ['30'], { env: { PATH: process.env.PATH, PROCWARDEN_RUN: cookie } });
+    leaks.track(holder.pid);
+    await waitFor(() => table.getSync(holder.pid ?? 0)?.command === 'sleep');
+    const query = { name: 'PROCWARDEN_RUN', value: cookie, firstHolder: table.getSync(holder.pid ?? 0) };
+    const sweeps = [1, 2, 3].map(() => table.sweepManySync([query])[0] as Sweep);
+    const has = (s: Sweep, pid: number | undefined) => s.processes.some((p) => p.pid === pid);
+    expect(sweeps.map((s) => has(s, older.pid))).toEqual([true, true, false]);
+    for (const s of sweeps) {
+      expect([...s.holders]).toEqual([holder.pid]);
+      expect(has(s, process.pid)).toBe(true);
+      expect(has(s, process.ppid)).toBe(true);
+    }
+    // What the guard sees: our whole ancestry, up to PID 1.
+    const guard = new Guard();
+    guard.refreshFrom(sweeps[2]?.processes ?? []);
+    expect(guard.isOwnOrAncestor(process.ppid)).toBe(true);
+    for (const c of [older, holder]) c.kill('SIGKILL');
+    await waitFor(() => !alive(older.pid ?? 0) && !alive(holder.pid ?? 0));
   });
 
   it('an empty environment without a command line (between two execs) is unsettled, not cookie-less', () => {

@@ -115,7 +115,10 @@ export class TreeMembership {
     const group = this.useGroup && root ? this.groupOf(root, byPid) : null;
     if (group !== null) for (const p of index.byGroup.get(group) ?? []) if (p.sid === root?.sid) add(p);
     for (const k of this.known.values()) {
-      const now = byPid.get(k.pid);
+      // A sweep may leave out what is older than the root (see ProcfsTable.sweepManySync): a
+      // member that old came from a cgroup's list, a process someone moved into the run's cgroup.
+      const older = root !== null && Number(k.startTime) < Number(root.startTime);
+      const now = byPid.get(k.pid) ?? (older ? await this.table.get(k.pid) : null);
       if (now && now.startTime === k.startTime) add(now);
     }
     for (const pid of holders) add(byPid.get(pid));

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import type { EnvQuery, ProcessInfo, ProcessTable, Sweep } from './types.js';
 
 /**
@@ -11,6 +11,14 @@ export class ProcfsTable implements ProcessTable {
   /** Reused for every stat read: one open/read/close, no allocation per process. */
   private readonly buf = Buffer.allocUnsafe(4096);
   private readonly envBuf = Buffer.allocUnsafe(64 * 1024);
+  /**
+   * Processes sweeps found older than every first holder, by pid: their start time and, once a
+   * sweep has read it before their stat file, the inode of their /proc entry. procfs makes a new
+   * inode, numbered from a counter, whenever it makes an entry for a process, so the same inode
+   * under the same pid is the same process: one stat() of the directory then says so, where the
+   * stat file costs three calls and a parse.
+   */
+  private old = new Map<number, OldProcess>();
 
   constructor(private readonly root = '/proc') {}
 
@@ -52,11 +60,20 @@ export class ProcfsTable implements ProcessTable {
   /**
    * One readdir and one pass for the table and any number of environment searches (many runs
    * ending at once). An environment is read at most once, and only for a process that started no
-   * earlier than some query's first holder: nothing older can have inherited the value.
+   * earlier than some query's first holder: nothing older can have inherited the value. A process
+   * older than every query's first holder that an earlier sweep already read is left out, once its
+   * /proc entry proves it the same process (see `old`): nothing older than the first holder
+   * descends from it, leads a group or session it founded, or holds its value. This process and
+   * its ancestors are always in, read fresh: the guard judges targets against them.
    */
   sweepManySync(queries: readonly EnvQuery[]): Sweep[] {
     const floors = queries.map((q) => (q.firstHolder ? Number(q.firstHolder.startTime) : 0));
     const lowest = Math.min(...floors);
+    // Without a first holder nothing is old: such a sweep reads all, and leaves what is known alone.
+    const seenOld = this.old;
+    const old = lowest > 0 ? new Map<number, OldProcess>() : null;
+    if (old) this.old = old;
+    let leftOut = false;
     const names = [...new Set(queries.map((q) => q.name))];
     const processes: ProcessInfo[] = [];
     const holders = queries.map(() => new Set<number>());
@@ -64,9 +81,19 @@ export class ProcfsTable implements ProcessTable {
     const unsettled = new Set<number>();
     /** 'ok'; 'gone' (vanished, or died since the run began); 'again': alive, environment unreadable (mid-exec). */
     const read = (pid: number, last: boolean): 'ok' | 'gone' | 'again' => {
+      const was = old ? seenOld.get(pid) : undefined;
+      const entry = was && was.start < lowest ? this.entry(pid) : null;
+      if (was?.ino !== undefined && entry?.ino === was.ino && entry.ctimeMs === was.ctimeMs) {
+        old?.set(pid, was);
+        leftOut = true;
+        return 'ok';
+      }
+      // The entry was read before the stat file: a process that started before the first holder
+      // cannot have taken this pid since, so if the stat file shows the same one, the entry is its.
       const info = this.getSync(pid);
       if (!info) return 'gone';
       const start = Number(info.startTime);
+      if (start < lowest) old?.set(pid, entry && was?.start === start ? { start, ...entry } : { start });
       // Kernel threads (children of kthreadd, pid 2) have no environment and never a cookie.
       if (queries.length > 0 && start >= lowest && info.ppid !== 2 && info.pid !== 2) {
         // Dead since the run began (a zombie: PID 1 may never reap it): it may have forked a
@@ -123,12 +150,35 @@ export class ProcfsTable implements ProcessTable {
       if (born.length === 0 && again.length === 0) vanished = 0;
       batch = [...again, ...born];
     }
+    if (leftOut) this.addOwnAncestry(processes);
     return queries.map((_, i) => ({
       processes,
       holders: holders[i] as Set<number>,
       vanished,
       unsettled: unsettled.size,
     }));
+  }
+
+  /** This process and its ancestors, read fresh where the sweep left them out as old. */
+  private addOwnAncestry(processes: ProcessInfo[]): void {
+    const read = new Set(processes.map((p) => p.pid));
+    let pid = process.pid;
+    for (let hops = 0; hops < 4096 && pid > 1; hops++) {
+      const info = read.has(pid) ? processes.find((p) => p.pid === pid) : this.getSync(pid);
+      if (!info) return;
+      if (!read.has(pid)) processes.push(info);
+      pid = info.ppid;
+    }
+  }
+
+  /** The identity of a /proc/PID directory (see `old`); null when it is gone. */
+  private entry(pid: number): { ino: number; ctimeMs: number } | null {
+    try {
+      const st = statSync(`${this.root}/${pid}`, { throwIfNoEntry: false });
+      return st ? { ino: st.ino, ctimeMs: st.ctimeMs } : null;
+    } catch {
+      return null;
+    }
   }
 
   private pids(): number[] {
@@ -202,6 +252,12 @@ export class ProcfsTable implements ProcessTable {
       closeSync(fd);
     }
   }
+}
+
+interface OldProcess {
+  start: number;
+  ino?: number;
+  ctimeMs?: number;
 }
 
 /** Re-listings of /proc in one sweep while processes keep vanishing (a busy host always has some). */
