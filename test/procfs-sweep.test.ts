@@ -128,7 +128,8 @@ describe('procfs sweep', () => {
       { pid: 51, start: 500, env: 'PROCWARDEN_RUN=r2\0' },
     ]);
     const table = new ProcfsTable(root);
-    const query = { name: 'PROCWARDEN_RUN', value: 'r2', firstHolder: table.getSync(51) };
+    const holder = table.getSync(51);
+    const query = { name: 'PROCWARDEN_RUN', value: 'r2', firstHolder: holder, olderThan: holder };
     const pids = () => (table.sweepManySync([query])[0] as Sweep).processes.map((p) => p.pid).sort();
     // First sweep: read (its start is what makes it old); second: its entry read before its stat
     // file, which still shows the same start; from then on the entry alone vouches for it.
@@ -144,8 +145,9 @@ describe('procfs sweep', () => {
     const sweep = table.sweepManySync([query])[0] as Sweep;
     expect(sweep.processes.map((p) => p.pid).sort()).toEqual([50, 51]);
     expect([...sweep.holders].sort()).toEqual([50, 51]);
-    // A sweep without a first holder reads everything.
-    const all = table.sweepManySync([{ name: 'PROCWARDEN_RUN', value: 'r2' }])[0] as Sweep;
+    // Without `olderThan` nothing is left out.
+    for (let i = 0; i < 3; i++) table.sweepManySync([query]);
+    const all = table.sweepManySync([{ name: 'PROCWARDEN_RUN', value: 'r2', firstHolder: holder }])[0] as Sweep;
     expect(all.processes).toHaveLength(2);
   });
 
@@ -160,7 +162,8 @@ describe('procfs sweep', () => {
     const holder = spawn('sleep', ['30'], { env: { PATH: process.env.PATH, PROCWARDEN_RUN: cookie } });
     leaks.track(holder.pid);
     await waitFor(() => table.getSync(holder.pid ?? 0)?.command === 'sleep');
-    const query = { name: 'PROCWARDEN_RUN', value: cookie, firstHolder: table.getSync(holder.pid ?? 0) };
+    const first = table.getSync(holder.pid ?? 0);
+    const query = { name: 'PROCWARDEN_RUN', value: cookie, firstHolder: first, olderThan: first };
     const sweeps = [1, 2, 3].map(() => table.sweepManySync([query])[0] as Sweep);
     const has = (s: Sweep, pid: number | undefined) => s.processes.some((p) => p.pid === pid);
     expect(sweeps.map((s) => has(s, older.pid))).toEqual([true, true, false]);
@@ -175,6 +178,35 @@ describe('procfs sweep', () => {
     expect(guard.isOwnOrAncestor(process.ppid)).toBe(true);
     for (const c of [older, holder]) c.kill('SIGKILL');
     await waitFor(() => !alive(older.pid ?? 0) && !alive(holder.pid ?? 0));
+  });
+
+  it('a member older than the root (moved into its cgroup) keeps its older child, session member and their young descendants', async () => {
+    const root = leaks.trackDir(makeTmp());
+    const procs = [
+      { pid: 10, ppid: 1, pgid: 10, sid: 10, start: 100, env: '' }, // moved into the run's cgroup
+      { pid: 11, ppid: 10, pgid: 10, sid: 10, start: 150, env: '' }, // its child, older than the run
+      { pid: 12, ppid: 1, pgid: 12, sid: 10, start: 160, env: '' }, // in its session, re-parented
+      { pid: 13, ppid: 11, pgid: 10, sid: 10, start: 600, env: '' }, // young, under the old child
+      { pid: 14, ppid: 1, pgid: 14, sid: 14, start: 50, env: '' }, // older than all: not the run's
+      { pid: 20, ppid: 1, pgid: 20, sid: 20, start: 500, env: 'PROCWARDEN_RUN=c\0' }, // the root
+    ];
+    for (const p of procs) {
+      mkdirSync(join(root, String(p.pid)));
+      const stat = `${p.pid} (sh) S ${p.ppid} ${p.pgid} ${p.sid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 ${p.start} 0 0`;
+      writeFileSync(join(root, String(p.pid), 'stat'), stat);
+      writeFileSync(join(root, String(p.pid), 'environ'), p.env);
+      writeFileSync(join(root, String(p.pid), 'cmdline'), 'sh\0');
+    }
+    const table = new ProcfsTable(root);
+    const membership = new TreeMembership(table, new Guard(), 'c', false);
+    await membership.attach(20);
+    // Scans that prove the old processes old, so that they could be left out.
+    for (let i = 0; i < 3; i++) expect((await membership.scan()).map((p) => p.pid)).toEqual([20]);
+    membership.remember([table.getSync(10) as ProcessInfo]); // what a cgroup's list now shows
+    for (let i = 0; i < 3; i++) {
+      const pids = (await membership.scan()).map((p) => p.pid).sort((a, b) => a - b);
+      expect(pids).toEqual([10, 11, 12, 13, 20]);
+    }
   });
 
   it('an empty environment without a command line (between two execs) is unsettled, not cookie-less', () => {

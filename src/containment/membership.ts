@@ -115,10 +115,7 @@ export class TreeMembership {
     const group = this.useGroup && root ? this.groupOf(root, byPid) : null;
     if (group !== null) for (const p of index.byGroup.get(group) ?? []) if (p.sid === root?.sid) add(p);
     for (const k of this.known.values()) {
-      // A sweep may leave out what is older than the root (see ProcfsTable.sweepManySync): a
-      // member that old came from a cgroup's list, a process someone moved into the run's cgroup.
-      const older = root !== null && Number(k.startTime) < Number(root.startTime);
-      const now = byPid.get(k.pid) ?? (older ? await this.table.get(k.pid) : null);
+      const now = byPid.get(k.pid);
       if (now && now.startTime === k.startTime) add(now);
     }
     for (const pid of holders) add(byPid.get(pid));
@@ -160,10 +157,27 @@ export class TreeMembership {
   private async snapshot(onHolder?: (holder: ProcessInfo) => void): Promise<Sweep> {
     const { table, cookie } = this;
     if (cookie && table.sweep)
-      return table.sweep({ name: COOKIE_NAME, value: cookie, firstHolder: this.root, onHolder });
+      return table.sweep({
+        name: COOKIE_NAME,
+        value: cookie,
+        firstHolder: this.root,
+        olderThan: this.oldest(),
+        onHolder,
+      });
     const processes = await table.list();
     const holders = new Set(cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie) : []);
     return { processes, holders, vanished: 0 };
+  }
+
+  /**
+   * The oldest process counted as the run's: the root, unless a cgroup's list brought an older one
+   * (a process someone moved into the run's cgroup), whose own descendants are members too.
+   */
+  private oldest(): ProcessInfo | null {
+    let oldest = this.root;
+    for (const k of this.known.values())
+      if (!oldest || Number(k.startTime) < Number(oldest.startTime)) oldest = k;
+    return oldest;
   }
 
   /**

@@ -56,9 +56,7 @@ export class OrphanTarget implements KillTarget {
       if (now && now.startTime === k.startTime) add(now);
     }
     for (const p of holders) add(byPid.get(p));
-    // A sweep may leave out processes older than the run (see ProcfsTable.sweepManySync); one
-    // moved into the run's cgroup is still the cgroup's to end.
-    for (const p of inCgroup) add(byPid.get(p) ?? (await this.table.get(p)) ?? undefined);
+    for (const p of inCgroup) add(byPid.get(p));
     for (const d of descendantsOf(
       list,
       [...found.values()].map((p) => p.pid),

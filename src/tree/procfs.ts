@@ -4,7 +4,8 @@ import type { EnvQuery, ProcessInfo, ProcessTable, Sweep } from './types.js';
 /**
  * Linux process table read from /proc. Reads are synchronous on purpose: each is a few
  * microseconds from the kernel, and a snapshot taken in one go is more coherent than one
- * spread over many event-loop turns. Nothing is cached between calls: every call is a fresh read.
+ * spread over many event-loop turns. What a row says is always a fresh read; sweeps only remember
+ * which old processes they may leave out (see `old`).
  */
 export class ProcfsTable implements ProcessTable {
   readonly name = 'procfs';
@@ -60,18 +61,19 @@ export class ProcfsTable implements ProcessTable {
   /**
    * One readdir and one pass for the table and any number of environment searches (many runs
    * ending at once). An environment is read at most once, and only for a process that started no
-   * earlier than some query's first holder: nothing older can have inherited the value. A process
-   * older than every query's first holder that an earlier sweep already read is left out, once its
-   * /proc entry proves it the same process (see `old`): nothing older than the first holder
-   * descends from it, leads a group or session it founded, or holds its value. This process and
-   * its ancestors are always in, read fresh: the guard judges targets against them.
+   * earlier than some query's first holder: nothing older can have inherited the value. When
+   * every query names the oldest process it counts (`olderThan`), a process older than all of
+   * them that an earlier sweep already read is left out, once its /proc entry proves it the same
+   * process (see `old`). This process and its ancestors are always in, read fresh: the guard
+   * judges targets against them.
    */
   sweepManySync(queries: readonly EnvQuery[]): Sweep[] {
     const floors = queries.map((q) => (q.firstHolder ? Number(q.firstHolder.startTime) : 0));
     const lowest = Math.min(...floors);
-    // Without a first holder nothing is old: such a sweep reads all, and leaves what is known alone.
+    const oldBefore = Math.min(...queries.map((q) => (q.olderThan ? Number(q.olderThan.startTime) : 0)));
+    // Where nothing may be left out, nothing is old: such a sweep reads all, and leaves what is known alone.
     const seenOld = this.old;
-    const old = lowest > 0 ? new Map<number, OldProcess>() : null;
+    const old = queries.length > 0 && oldBefore > 0 ? new Map<number, OldProcess>() : null;
     if (old) this.old = old;
     let leftOut = false;
     const names = [...new Set(queries.map((q) => q.name))];
@@ -82,18 +84,18 @@ export class ProcfsTable implements ProcessTable {
     /** 'ok'; 'gone' (vanished, or died since the run began); 'again': alive, environment unreadable (mid-exec). */
     const read = (pid: number, last: boolean): 'ok' | 'gone' | 'again' => {
       const was = old ? seenOld.get(pid) : undefined;
-      const entry = was && was.start < lowest ? this.entry(pid) : null;
+      const entry = was && was.start < oldBefore ? this.entry(pid) : null;
       if (was?.ino !== undefined && entry?.ino === was.ino && entry.ctimeMs === was.ctimeMs) {
         old?.set(pid, was);
         leftOut = true;
         return 'ok';
       }
-      // The entry was read before the stat file: a process that started before the first holder
-      // cannot have taken this pid since, so if the stat file shows the same one, the entry is its.
+      // The entry was read before the stat file: if the stat file shows the process an earlier
+      // sweep read under this pid (same start time), it held the pid all along, so the entry is its.
       const info = this.getSync(pid);
       if (!info) return 'gone';
       const start = Number(info.startTime);
-      if (start < lowest) old?.set(pid, entry && was?.start === start ? { start, ...entry } : { start });
+      if (start < oldBefore) old?.set(pid, entry && was?.start === start ? { start, ...entry } : { start });
       // Kernel threads (children of kthreadd, pid 2) have no environment and never a cookie.
       if (queries.length > 0 && start >= lowest && info.ppid !== 2 && info.pid !== 2) {
         // Dead since the run began (a zombie: PID 1 may never reap it): it may have forked a
@@ -161,12 +163,15 @@ export class ProcfsTable implements ProcessTable {
 
   /** This process and its ancestors, read fresh where the sweep left them out as old. */
   private addOwnAncestry(processes: ProcessInfo[]): void {
-    const read = new Set(processes.map((p) => p.pid));
+    const read = new Map(processes.map((p) => [p.pid, p]));
     let pid = process.pid;
     for (let hops = 0; hops < 4096 && pid > 1; hops++) {
-      const info = read.has(pid) ? processes.find((p) => p.pid === pid) : this.getSync(pid);
-      if (!info) return;
-      if (!read.has(pid)) processes.push(info);
+      let info = read.get(pid) ?? null;
+      if (!info) {
+        info = this.getSync(pid);
+        if (!info) return;
+        processes.push(info);
+      }
       pid = info.ppid;
     }
   }

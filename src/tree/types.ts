@@ -21,6 +21,12 @@ export interface EnvQuery {
    */
   firstHolder?: ProcessInfo | null;
   /**
+   * The oldest process the caller counts as a member. A table may leave out of `processes` what
+   * started before it: nothing that old descends from a member, shares a group or session one
+   * founded, or holds the value. Absent: every process is listed.
+   */
+  olderThan?: ProcessInfo | null;
+  /**
    * Called the moment a live holder is read, before the sweep reads on. A freeze stops holders
    * here: one that re-forks under a new session every few hundred microseconds has forked again
    * by the time a whole sweep is over, so a stop sent after the sweep reaches only its corpse.
