@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import pidtree from 'pidtree';
 import { ProcfsTable } from '../dist/tree/index.js';
-import { waitExtinct } from './lib/procs.mjs';
+import { delay, waitExtinct } from './lib/procs.mjs';
 import { alternate, withRatios } from './lib/stats.mjs';
 import { spawnRawTree, whenBuilt } from './lib/trees.mjs';
 
@@ -33,12 +33,28 @@ export default {
     const members = await whenBuilt(tree.pid, extra);
     tracker.add(members);
     const table = new ProcfsTable();
+    // A run started after them: its scans may leave the older processes out once a sweep has
+    // proven each the same as before (one stat() of its /proc entry instead of reading it).
+    const run = spawn('sleep', ['600'], { stdio: 'ignore', env: { PROCWARDEN_RUN: 'bench-run' } });
+    const runTable = new ProcfsTable();
+    let root = runTable.getSync(run.pid);
+    while (root?.command !== 'sleep') {
+      await delay(2);
+      root = runTable.getSync(run.pid);
+    }
+    tracker.add([{ pid: run.pid, start: root.startTime }]);
+    const query = { name: 'PROCWARDEN_RUN', value: 'bench-run', firstHolder: root, olderThan: root };
+    for (let i = 0; i < 2; i++) runTable.sweepManySync([query]);
     const contenders = [
       { name: RAW, sweep: rawSweep },
       { name: 'procwarden table.list()', sweep: () => table.list() },
       {
         name: 'procwarden list + cookie scan (every environ)',
         sweep: async () => table.findByEnv('PROCWARDEN_RUN', 'bench-none', { among: await table.list() }),
+      },
+      {
+        name: "procwarden a run's scan (older processes proven)",
+        sweep: () => runTable.sweepManySync([query]),
       },
       {
         name: 'ps -e -o pid,ppid,pgid,stat,lstart',
@@ -60,7 +76,8 @@ export default {
     });
     const total = rawSweep();
     process.kill(-tree.pid, 'SIGKILL');
-    await waitExtinct(members);
+    run.kill('SIGKILL');
+    await waitExtinct([...members, { pid: run.pid, start: root.startTime }]);
     const pw = rows.find((r) => r.contender.startsWith('procwarden list +'));
     return {
       cases: [{ name: `${extra} extra (${total} in all)`, rows: withRatios(rows, RAW) }],
