@@ -147,7 +147,9 @@ describe('procfs sweep', () => {
     expect([...sweep.holders].sort()).toEqual([50, 51]);
     // Without `olderThan` nothing is left out.
     for (let i = 0; i < 3; i++) table.sweepManySync([query]);
-    const all = table.sweepManySync([{ name: 'PROCWARDEN_RUN', value: 'r2', firstHolder: holder }])[0] as Sweep;
+    const all = table.sweepManySync([
+      { name: 'PROCWARDEN_RUN', value: 'r2', firstHolder: holder },
+    ])[0] as Sweep;
     expect(all.processes).toHaveLength(2);
   });
 
