@@ -484,6 +484,26 @@ describe("procwarden timeout: the cases coreutils' own tests check", () => {
     }
   });
 
+  it('stderr a file, stdout /dev/null: the verbose line lands in the file (124); a closed one changes nothing', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const err = join(dir, 'err');
+    const toFile = spawnSync(
+      'sh',
+      ['-c', `${process.execPath} ${CLI} timeout -v 0.2 sleep 10 >/dev/null 2>${err}; echo $?`],
+      { encoding: 'utf8' },
+    );
+    expect(toFile.stdout).toBe('124\n');
+    expect(readFileSync(err, 'utf8')).toBe("procwarden timeout: sending signal TERM to command 'sleep'\n");
+    const closed = spawnSync(
+      'sh',
+      ['-c', `${process.execPath} ${CLI} timeout -v 0.2 sleep 10 >&- 2>&-; echo $?`],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(closed.stdout).toBe('124\n');
+  });
+
   it('a duration too small to count rounds up to the smallest interval: 124', async () => {
     expect((await timeout(['1e-10000', 'sleep', '10'])).status).toBe(124);
     expect((await timeout(['0.0000000001s', 'sleep', '10'])).status).toBe(124);
