@@ -93,7 +93,9 @@ describe.skipIf(cgroupSkip !== null)('a protected process written into a run cgr
       '/bin/sh',
       [
         '-c',
-        `"$0" "$1" "$2"; echo $? > "$2/host.status"; exec sleep 300`,
+        // Written under another name and renamed: the test waits for the file, and must not read
+        // it between the shell's create and its write.
+        `"$0" "$1" "$2"; echo $? > "$2/host.status.tmp"; mv "$2/host.status.tmp" "$2/host.status"; exec sleep 300`,
         process.execPath,
         fixture('host-protected.mjs'),
         dir,
