@@ -10,16 +10,31 @@ import { alive, LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
 
-/** A fake /proc with the given processes (stat + environ files). */
-function fakeProc(procs: { pid: number; start: number; env: string; cmdline?: string }[]): string {
+interface FakeProcess {
+  pid: number;
+  start: number;
+  env: string;
+  cmdline?: string;
+  /** Parent, group and session; default 1, its own pid, its own pid. */
+  ppid?: number;
+  pgid?: number;
+  sid?: number;
+}
+
+/** One process's entry in a fake /proc (stat + environ, and cmdline when given). */
+function writeProc(root: string, p: FakeProcess): void {
+  const dir = join(root, String(p.pid));
+  mkdirSync(dir);
+  const stat = `${p.pid} (sh) S ${p.ppid ?? 1} ${p.pgid ?? p.pid} ${p.sid ?? p.pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 ${p.start} 0 0`;
+  writeFileSync(join(dir, 'stat'), stat);
+  writeFileSync(join(dir, 'environ'), p.env);
+  if (p.cmdline !== undefined) writeFileSync(join(dir, 'cmdline'), p.cmdline);
+}
+
+/** A fake /proc with the given processes. */
+function fakeProc(procs: FakeProcess[]): string {
   const root = leaks.trackDir(makeTmp());
-  for (const p of procs) {
-    mkdirSync(join(root, String(p.pid)));
-    const stat = `${p.pid} (sh) S 1 ${p.pid} ${p.pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 ${p.start} 0 0`;
-    writeFileSync(join(root, String(p.pid), 'stat'), stat);
-    writeFileSync(join(root, String(p.pid), 'environ'), p.env);
-    if (p.cmdline !== undefined) writeFileSync(join(root, String(p.pid), 'cmdline'), p.cmdline);
-  }
+  for (const p of procs) writeProc(root, p);
   writeFileSync(join(root, 'uptime'), '1.0 1.0'); // non-numeric entries are skipped
   return root;
 }
@@ -139,9 +154,7 @@ describe('procfs sweep', () => {
     // Another process under pid 50: a new entry (another inode), read again, and found.
     rmSync(join(root, '50'), { recursive: true });
     await new Promise((r) => setTimeout(r, 5));
-    mkdirSync(join(root, '50'));
-    writeFileSync(join(root, '50', 'stat'), '50 (sh) S 51 50 50 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 600 0 0');
-    writeFileSync(join(root, '50', 'environ'), 'PROCWARDEN_RUN=r2\0');
+    writeProc(root, { pid: 50, ppid: 51, start: 600, env: 'PROCWARDEN_RUN=r2\0' });
     const sweep = table.sweepManySync([query])[0] as Sweep;
     expect(sweep.processes.map((p) => p.pid).sort()).toEqual([50, 51]);
     expect([...sweep.holders].sort()).toEqual([50, 51]);
@@ -183,22 +196,14 @@ describe('procfs sweep', () => {
   });
 
   it('a member older than the root (moved into its cgroup) keeps its older child, session member and their young descendants', async () => {
-    const root = leaks.trackDir(makeTmp());
-    const procs = [
-      { pid: 10, ppid: 1, pgid: 10, sid: 10, start: 100, env: '' }, // moved into the run's cgroup
-      { pid: 11, ppid: 10, pgid: 10, sid: 10, start: 150, env: '' }, // its child, older than the run
-      { pid: 12, ppid: 1, pgid: 12, sid: 10, start: 160, env: '' }, // in its session, re-parented
-      { pid: 13, ppid: 11, pgid: 10, sid: 10, start: 600, env: '' }, // young, under the old child
-      { pid: 14, ppid: 1, pgid: 14, sid: 14, start: 50, env: '' }, // older than all: not the run's
-      { pid: 20, ppid: 1, pgid: 20, sid: 20, start: 500, env: 'PROCWARDEN_RUN=c\0' }, // the root
-    ];
-    for (const p of procs) {
-      mkdirSync(join(root, String(p.pid)));
-      const stat = `${p.pid} (sh) S ${p.ppid} ${p.pgid} ${p.sid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 ${p.start} 0 0`;
-      writeFileSync(join(root, String(p.pid), 'stat'), stat);
-      writeFileSync(join(root, String(p.pid), 'environ'), p.env);
-      writeFileSync(join(root, String(p.pid), 'cmdline'), 'sh\0');
-    }
+    const root = fakeProc([
+      { pid: 10, ppid: 1, pgid: 10, sid: 10, start: 100, env: '', cmdline: 'sh\0' }, // moved into the run's cgroup
+      { pid: 11, ppid: 10, pgid: 10, sid: 10, start: 150, env: '', cmdline: 'sh\0' }, // its child, older than the run
+      { pid: 12, ppid: 1, pgid: 12, sid: 10, start: 160, env: '', cmdline: 'sh\0' }, // in its session, re-parented
+      { pid: 13, ppid: 11, pgid: 10, sid: 10, start: 600, env: '', cmdline: 'sh\0' }, // young, under the old child
+      { pid: 14, ppid: 1, pgid: 14, sid: 14, start: 50, env: '', cmdline: 'sh\0' }, // older than all: not the run's
+      { pid: 20, ppid: 1, pgid: 20, sid: 20, start: 500, env: 'PROCWARDEN_RUN=c\0', cmdline: 'sh\0' }, // the root
+    ]);
     const table = new ProcfsTable(root);
     const membership = new TreeMembership(table, new Guard(), 'c', false);
     await membership.attach(20);
