@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../src/clock.js';
 import { type ContainmentMode, Supervisor } from '../src/index.js';
 import { type KillTarget, terminate } from '../src/kill/index.js';
-import { type ProcessInfo, ProcfsTable } from '../src/tree/index.js';
+import { type ProcessInfo, type ProcessTable, ProcfsTable } from '../src/tree/index.js';
 import { cgroupSkipReason } from './helpers/cgroups.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
@@ -243,9 +243,73 @@ describe.each(MODES)('containment %s', (containment) => {
     });
   });
 
+  describe('a child tied to the run only by its parent (setsid env -i)', () => {
+    // The tree is read before the first signal: once the parent has died of it, the kernel hands
+    // the child to PID 1 and nothing would link it to the run any more.
+    for (const how of ['kill', 'cancel'] as const) {
+      it(`${how}(): it is ended with the rest, and reported`, async () => {
+        const { handle, dir } = await startReady('envi-child.sh');
+        const child = readPids(dir).get('child') ?? 0;
+        leaks.track(child);
+        handle[how]();
+        const r = await handle.result;
+        expect(r.tree.escaped).toBe(0);
+        expect(alive(child)).toBe(false);
+        expect(r.tree.report?.members.map((m) => m.pid)).toContain(child);
+      });
+    }
+  });
+
   it('the run reports the containment it used', async () => {
     expect((await sup.spawn({ argv: ['true'] }).result).containment).toBe(containment);
   });
+});
+
+describe('kill() reads the tree before its first signal', () => {
+  // A child tied to the run only by its parent (envi-child.sh) is out of reach once the parent has
+  // died: the kernel hands it to PID 1. So no SIGKILL goes out before a scan has seen the links.
+  for (const containment of ['process-group', 'none'] as const) {
+    it(`${containment}: one scan, then the SIGKILLs, the child's by pid`, async () => {
+      const events: string[] = [];
+      const inner = new ProcfsTable();
+      const table: ProcessTable = {
+        name: inner.name,
+        get: (pid) => inner.get(pid),
+        list: () => {
+          events.push('scan');
+          return inner.list();
+        },
+        findByEnv: (name, value) => inner.findByEnv(name, value),
+        sweep: (query) => {
+          events.push('scan');
+          return inner.sweep(query);
+        },
+      };
+      const send = (pid: number, signal: NodeJS.Signals) => {
+        events.push(`${signal} ${pid}`);
+        process.kill(pid, signal);
+      };
+      const sup = new Supervisor({ journal: false, table, send });
+      const dir = leaks.trackDir(makeTmp());
+      let out = '';
+      const handle = sup.spawn({
+        argv: [fixture('envi-child.sh'), dir],
+        containment,
+        output: { onData: (t) => (out += t) },
+      });
+      leaks.track(handle.pid);
+      await waitFor(() => out.includes('ready'), { what: 'envi-child ready' });
+      const child = readPids(dir).get('child') ?? 0;
+      leaks.track(child);
+      events.length = 0;
+      handle.kill();
+      const r = await handle.result;
+      expect(events[0]).toBe('scan');
+      expect(events).toContain(`SIGKILL ${child}`);
+      expect(r.tree.escaped).toBe(0);
+      expect(alive(child)).toBe(false);
+    });
+  }
 });
 
 describe('the SIGKILL chase runs out of time', () => {

@@ -34,7 +34,6 @@ export class TreeMembership {
   private readonly known = new Map<string, ProcessInfo>();
   private vanished = 0;
   private unsettled = 0;
-  private dead = new Map<string, ProcessInfo>();
 
   constructor(
     private readonly table: ProcessTable,
@@ -64,17 +63,8 @@ export class TreeMembership {
     if (this.root) this.known.set(key(this.root), this.root);
   }
 
-  /**
-   * Members the last scan found dead (zombies, never reaped): after a signal sent ahead of it,
-   * whom that signal reached.
-   */
-  get lastDead(): ProcessInfo[] {
-    return [...this.dead.values()];
-  }
-
   /** `onHolder`: called the moment a cookie holder is read (see EnvQuery.onHolder). */
   async scan(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
-    this.dead = new Map();
     let members = await this.scanOnce(onHolder);
     // "Nothing left" is only believed from a scan that saw no process vanish mid-read: a member
     // that forks and exits between our directory read and its stat read leaves a child we did not
@@ -114,9 +104,7 @@ export class TreeMembership {
     const { byPid } = index;
     const members = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
-      if (!p || this.guard.forbidsPid(p.pid)) return;
-      if (isGone(p)) this.dead.set(key(p), p);
-      else members.set(key(p), p);
+      if (p && !isGone(p) && !this.guard.forbidsPid(p.pid)) members.set(key(p), p);
     };
 
     // The root may have been read before it called setsid (forkpty does so after the fork):

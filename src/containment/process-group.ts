@@ -11,31 +11,12 @@ import type { LaunchPlan } from './types.js';
 export class ProcessGroupContainment extends ScannedContainment {
   readonly kind = 'process-group' as const;
 
-  constructor(
-    private readonly table: ProcessTable,
-    private readonly guard: Guard,
-    deliverer: Deliverer,
-    cookie: string | null,
-  ) {
+  constructor(table: ProcessTable, guard: Guard, deliverer: Deliverer, cookie: string | null) {
     super(table, guard, deliverer, cookie, true);
   }
 
   prepare(plan: LaunchPlan): LaunchPlan {
     return { ...plan, newSession: true };
-  }
-
-  /**
-   * The root leads its group from its setsid on, and a group number is not handed out again while
-   * its leader's pid is taken: with the root re-read alive and leading it, kill(-pgid) reaches the
-   * run's group and nothing else. Only the members' list needs a scan, and it can come after.
-   */
-  async signalAhead(signal: NodeJS.Signals): Promise<{ group: number; root: ProcessInfo } | null> {
-    const root = this.membership.rootInfo;
-    if (!root || root.pgid !== root.pid) return null;
-    await this.guard.refresh(this.table);
-    return (await this.deliverer.toGroup(root.pid, root, signal)) === 'sent'
-      ? { group: root.pid, root }
-      : null;
   }
 
   override async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {

@@ -32,9 +32,8 @@ export abstract class ScannedContainment implements Containment {
     return this.membership.attach(pid);
   }
 
-  async members(scan?: MemberScan): Promise<ProcessInfo[]> {
-    const live = await this.membership.scan(scan?.stopOnSight ? (m) => this.deliverer.stopNow(m) : undefined);
-    return scan?.dead ? [...live, ...this.membership.lastDead] : live;
+  members(scan?: MemberScan): Promise<ProcessInfo[]> {
+    return this.membership.scan(scan?.stopOnSight ? (m) => this.deliverer.stopNow(m) : undefined);
   }
 
   async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {

@@ -1,5 +1,5 @@
 import { type Clock, sleep } from '../clock.js';
-import { isGone, type ProcessInfo, type ProcessTable, sameProcess } from '../tree/index.js';
+import { isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
 import type { MemberReport, TerminateReport } from '../types.js';
 
 /** What a termination sequence acts on: a containment, or an arbitrary existing tree. */
@@ -13,24 +13,12 @@ export interface KillTarget {
   members(scan?: MemberScan): Promise<ProcessInfo[]>;
   /** Delivers `signal` to all of `members` at once; returns those it reached. */
   signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]>;
-  /**
-   * Delivers `signal` now to what it can reach without a scan: the process group of a root whose
-   * identity was just re-read. A SIGKILL then does not wait for a whole sweep of the table, and the
-   * scan after it lists who it reached. Resolves to the group and its root, or null when no
-   * group can be vouched for that way (the root is gone, or never led a group).
-   */
-  signalAhead?(signal: NodeJS.Signals): Promise<{ group: number; root: ProcessInfo } | null>;
   /** Notes gathered while signalling (refusals, EPERM). */
   readonly notes?: readonly string[];
 }
 
 export interface MemberScan {
   stopOnSight?: boolean;
-  /**
-   * Also the members the scan found dead (zombies): after a signal sent ahead of the scan they are
-   * who it reached, for the report.
-   */
-  dead?: boolean;
 }
 
 export interface TerminatePlan {
@@ -60,7 +48,8 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   let lost = 0;
   const notes: string[] = [];
 
-  const record = (members: ProcessInfo[], signal: NodeJS.Signals, atMs = Math.round(clock.now() - t0)) => {
+  const record = (members: ProcessInfo[], signal: NodeJS.Signals) => {
+    const atMs = Math.round(clock.now() - t0);
     for (const m of members) {
       let r = reports.get(key(m));
       if (!r) {
@@ -102,35 +91,11 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     }
   };
 
-  // A SIGKILL goes to the verified group before the scan, which then only has to list whom it
-  // reached. Not a graceful signal: whether a member the scan finds was forked before it (and got
-  // it) or after (and is owed it by pid) could not be told, and a second SIGTERM is no grace.
-  const ahead = plan.signal === 'SIGKILL' && target.signalAhead ? await target.signalAhead('SIGKILL') : null;
+  let members = await target.members();
   // The grace is what the tree gets after the graceful signal: it counts from the delivery, not
   // from the scan before it (slow on a loaded machine).
   let graceFrom = t0;
-  let members: ProcessInfo[];
-  if (ahead) {
-    killedAt = clock.now();
-    graceFrom = killedAt;
-    const seen = await target.members({ dead: true });
-    const inGroup = seen.filter((m) => m.pgid === ahead.group && !sameProcess(m, ahead.root));
-    record([ahead.root, ...inGroup], 'SIGKILL', Math.round(killedAt - t0));
-    members = seen.filter((m) => !isGone(m));
-  } else {
-    members = await target.members();
-  }
-  if (ahead) {
-    if (members.length > 0) {
-      // Members outside the group (a setsid child, a cookie holder) have had no signal yet; a second
-      // SIGKILL to the group on the way costs nothing.
-      const outside = members.some((m) => m.pgid !== ahead.group);
-      const kill = await killUntilGone(target, plan, members, send, !outside);
-      members = kill.left;
-      lost = kill.lost;
-      noteEscapes(notes, plan, members.length, kill.reforking, lost);
-    }
-  } else if (members.length > 0) {
+  if (members.length > 0) {
     await graceful(members);
     graceFrom = clock.now();
     if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, graceFrom);
@@ -140,7 +105,18 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
       const kill = await killUntilGone(target, plan, members, send, plan.signal === 'SIGKILL');
       members = kill.left;
       lost = kill.lost;
-      noteEscapes(notes, plan, members.length, kill.reforking, lost);
+      if (members.length > 0) {
+        notes.push(
+          kill.reforking
+            ? `${members.length} process(es) kept forking under new sessions faster than they could be stopped; counted as escaped`
+            : `${members.length} process(es) still alive after SIGKILL for ${plan.killTimeoutMs ?? 3000} ms (uninterruptible, or re-forking faster than the tree could be read); counted as escaped`,
+        );
+      }
+      if (lost > 0) {
+        notes.push(
+          `${lost} process(es) of a tree that kept forking under new sessions were gone before their SIGKILL when the ${plan.killTimeoutMs ?? 3000} ms bound ran out: what they forked last could not be looked for; counted as escaped`,
+        );
+      }
     }
   }
 
@@ -160,28 +136,6 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     graceUsedMs: killedAt === null ? null : Math.round(killedAt - graceFrom),
     notes: [...(target.notes ?? []), ...notes],
   };
-}
-
-function noteEscapes(
-  notes: string[],
-  plan: TerminatePlan,
-  left: number,
-  reforking: boolean,
-  lost: number,
-): void {
-  const bound = plan.killTimeoutMs ?? 3000;
-  if (left > 0) {
-    notes.push(
-      reforking
-        ? `${left} process(es) kept forking under new sessions faster than they could be stopped; counted as escaped`
-        : `${left} process(es) still alive after SIGKILL for ${bound} ms (uninterruptible, or re-forking faster than the tree could be read); counted as escaped`,
-    );
-  }
-  if (lost > 0) {
-    notes.push(
-      `${lost} process(es) of a tree that kept forking under new sessions were gone before their SIGKILL when the ${bound} ms bound ran out: what they forked last could not be looked for; counted as escaped`,
-    );
-  }
 }
 
 /**
