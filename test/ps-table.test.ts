@@ -1,17 +1,22 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { TreeMembership } from '../src/containment/index.js';
 import { ProcwardenError, Supervisor } from '../src/index.js';
 import { Guard } from '../src/kill/index.js';
 import {
   type CommandRunner,
   execRunner,
+  exists,
   isGone,
+  type ProcessInfo,
+  type ProcessTable,
   ProcfsTable,
   PsTable,
   parsePs,
   platformTable,
 } from '../src/tree/index.js';
-import { alive, fixture, LeakGuard, waitFor } from './helpers/procs.js';
+import { alive, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const MACOS = readFileSync(fixture('recorded/ps-macos.txt'), 'utf8');
 
@@ -172,10 +177,26 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
     const { sup, counter } = counted();
     const r = await sup.spawn({ argv: ['/bin/true'], containment: 'process-group' }).result;
     expect(r.reason).toBe('exit');
-    // The identity of the child (one call, shared by the journal), then the leftover scan and its
-    // confirming rescan, one table snapshot each (our ancestry is read from it): 3, whatever our
-    // depth (5 when each scan took an ancestry snapshot of its own).
-    expect(counter.calls).toBeLessThanOrEqual(3);
+    // The identity of the child (one call, shared by the journal). The leftover check needs no ps
+    // call when the run's group is empty and the root is all it remembers: a scan could find
+    // nothing (3 calls when it took one snapshot and its confirming rescan anyway).
+    expect(counter.calls).toBe(1);
+  });
+
+  it('a leftover in the group is still found and ended, with the scans that takes', async () => {
+    const { sup, counter } = counted();
+    const dir = leaks.trackDir(makeTmp());
+    const r = await sup.spawn({
+      argv: ['sh', '-c', 'sleep 300 & echo $! > "$1/left.pid"', 'sh', dir],
+      containment: 'process-group',
+    }).result;
+    const left = readPids(dir).get('left') ?? 0;
+    leaks.track(left);
+    expect(r.reason).toBe('exit');
+    expect(r.tree.leftovers).toBe(1);
+    expect(r.tree.escaped).toBe(0);
+    expect(alive(left)).toBe(false);
+    expect(counter.calls).toBeGreaterThanOrEqual(3);
   });
 
   it('cancel(): the calls hardly grow with the tree, not one per member per poll', async () => {
@@ -200,6 +221,73 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
     // in a call of its own). A bound well under one call per member, not the exact figure.
     expect(large - small).toBeLessThanOrEqual(8);
     expect(large).toBeLessThanOrEqual(20);
+  });
+});
+
+describe('a table without a cookie search: when a scan can be known to find nothing', () => {
+  const leaks = new LeakGuard();
+  afterEach(() => leaks.check());
+
+  /** A ps-like table (no sweep, no environments, no sessions) over the real /proc, counting its listings. */
+  function psLike(answers: Map<number, ProcessInfo | null>) {
+    const real = new ProcfsTable();
+    const counter = { lists: 0 };
+    const table: ProcessTable = {
+      name: 'ps',
+      get: async (pid) => (answers.has(pid) ? (answers.get(pid) ?? null) : real.get(pid)),
+      list: async () => {
+        counter.lists++;
+        return real.listSync().map((p) => ({ ...p, sid: -1 }));
+      },
+      groupHasMembers: (pgid) => exists(-pgid),
+    };
+    return { table, counter };
+  }
+
+  const scanOf = async (table: ProcessTable, pid: number, remember: ProcessInfo[] = []) => {
+    const membership = new TreeMembership(table, await Guard.load(table), null, true);
+    await membership.attach(pid);
+    membership.remember(remember);
+    return membership.scan();
+  };
+
+  it('the root gone and its group empty: no listing', async () => {
+    const gone = spawnSync('true').pid as number; // exited and reaped: nobody is in group `gone`
+    const { table, counter } = psLike(new Map([[gone, null]]));
+    expect(await scanOf(table, gone)).toEqual([]);
+    expect(counter.lists).toBe(0);
+  });
+
+  it('the root exited before its identity was read, its group still holds a member: listed and found', async () => {
+    // The root backgrounds a sleeper in its group and exits at once, as `sh -c 'server &'` does.
+    const leader = spawn('sh', ['-c', 'sleep 300 & exit 0'], { detached: true, stdio: 'ignore' });
+    const pid = leader.pid as number;
+    await new Promise((resolve) => leader.once('exit', resolve));
+    const procfs = new ProcfsTable();
+    const sleeper = await waitFor(() => procfs.listSync().find((p) => p.pgid === pid && p.pid !== pid), {
+      what: 'the sleeper',
+    });
+    leaks.track(sleeper.pid);
+    // ps, asked once the root was gone, has nothing for its pid.
+    const { table, counter } = psLike(new Map([[pid, null]]));
+    const members = await scanOf(table, pid);
+    expect(members.map((m) => m.pid)).toContain(sleeper.pid);
+    expect(counter.lists).toBeGreaterThanOrEqual(1);
+    process.kill(sleeper.pid, 'SIGKILL');
+    await waitFor(() => !alive(sleeper.pid), { what: 'the sleeper gone' });
+  });
+
+  it('another member remembered: listed, even with the group empty', async () => {
+    const gone = spawnSync('true').pid as number;
+    const other = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
+    leaks.track(other.pid);
+    const info = (await new ProcfsTable().get(other.pid as number)) as ProcessInfo;
+    const { table, counter } = psLike(new Map([[gone, null]]));
+    const members = await scanOf(table, gone, [info]);
+    expect(members.map((m) => m.pid)).toContain(other.pid);
+    expect(counter.lists).toBeGreaterThanOrEqual(1);
+    other.kill('SIGKILL');
+    await waitFor(() => !alive(other.pid as number), { what: 'the sleeper gone' });
   });
 });
 

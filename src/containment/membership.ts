@@ -1,6 +1,7 @@
 import type { Guard } from '../kill/index.js';
 import { COOKIE_NAME } from '../options/index.js';
 import {
+  BLIND_START,
   descendantsOf,
   indexOf,
   isGone,
@@ -61,10 +62,12 @@ export class TreeMembership {
   async attach(pid: number): Promise<void> {
     this.root = await this.table.get(pid);
     if (this.root) this.known.set(key(this.root), this.root);
+    else if (this.useGroup && !this.table.sweep && !this.table.findByEnv) this.root = exitedLeader(pid);
   }
 
   /** `onHolder`: called the moment a cookie holder is read (see EnvQuery.onHolder). */
   async scan(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
+    if (this.nothingToFind()) return [];
     let members = await this.scanOnce(onHolder);
     // "Nothing left" is only believed from a scan that saw no process vanish mid-read: a member
     // that forks and exits between our directory read and its stat read leaves a child we did not
@@ -153,6 +156,23 @@ export class TreeMembership {
     return [...founders].flatMap((sid) => bySession.get(sid) ?? []);
   }
 
+  /**
+   * Whether a scan provably finds nothing, so that a table whose every read is a process launch
+   * (ps) is not read twice for it. Without a cookie search, and with no sessions reported, a scan
+   * finds only the group, the remembered members and their descendants. When the root is the only
+   * one remembered and the kernel says no process is in its group (kill(-pgid, 0): ESRCH; the
+   * root was started as the leader of a new session, which cannot leave its group, so it is gone
+   * too), none of them is left. One syscall, no snapshot to go stale.
+   */
+  private nothingToFind(): boolean {
+    const { root, table } = this;
+    if (table.sweep || table.findByEnv || !table.groupHasMembers || !this.useGroup || !root) return false;
+    // A table that reports sessions (sid >= 0) would also find the root's session in other groups.
+    if (root.pgid !== root.pid || root.sid >= 0) return false;
+    if ([...this.known.values()].some((k) => key(k) !== key(root))) return false;
+    return !table.groupHasMembers(root.pgid);
+  }
+
   /** The table and the cookie holders, in one pass where the table offers it. */
   private async snapshot(onHolder?: (holder: ProcessInfo) => void): Promise<Sweep> {
     const { table, cookie } = this;
@@ -191,4 +211,16 @@ export class TreeMembership {
     if (leader && leader.startTime !== root.startTime) return null;
     return root.pgid;
   }
+}
+
+/**
+ * The root as far as it is known when a table that reads by launching a process (ps) answered
+ * after it had exited (a command that backgrounds a daemon and exits at once). It was started as
+ * the leader of a new session, so its group's number is its pid, taken for as long as anyone is in
+ * the group: what a scan finds there is the run's. Its start time is unknown, so it never passes
+ * for a live process itself.
+ */
+function exitedLeader(pid: number): ProcessInfo {
+  // sid -1: unknown, as such a table reports every process's session.
+  return { pid, ppid: process.pid, pgid: pid, sid: -1, startTime: BLIND_START, state: 'Z', command: '' };
 }

@@ -1,4 +1,5 @@
 import { ProcwardenError } from '../errors.js';
+import { exists } from './blind.js';
 import { type CommandRunner, execRunner } from './runner.js';
 import type { ProcessInfo, ProcessTable } from './types.js';
 
@@ -45,6 +46,10 @@ export class PsTable implements ProcessTable {
   }
 
   /** One snapshot instead of one `ps` call per ancestor (see Guard). */
+  groupHasMembers(pgid: number): boolean {
+    return exists(-pgid);
+  }
+
   async ancestry(pid: number): Promise<ProcessInfo[]> {
     const batch = this.batch();
     batch.all = true;

@@ -75,6 +75,12 @@ export interface ProcessTable {
    * offered by the tables that offer findByEnv.
    */
   sweep?(query: EnvQuery): Promise<Sweep>;
+  /**
+   * Whether any process is in process group `pgid` now, asked of the kernel (kill(-pgid, 0)), not
+   * read from a snapshot. Optional: offered by the table whose every read is a process launch (ps),
+   * where a scan that provably finds nothing is worth not taking.
+   */
+  groupHasMembers?(pgid: number): boolean;
 }
 
 /** Zombies and dead entries count as gone: on hosts whose PID 1 does not reap, they stay forever. */
