@@ -62,7 +62,7 @@ export class TreeMembership {
   async attach(pid: number): Promise<void> {
     this.root = await this.table.get(pid);
     if (this.root) this.known.set(key(this.root), this.root);
-    else if (this.useGroup && !this.table.sweep && !this.table.findByEnv) this.root = exitedLeader(pid);
+    else if (this.useGroup && this.noCookieSearch) this.root = exitedLeader(pid);
   }
 
   /** `onHolder`: called the moment a cookie holder is read (see EnvQuery.onHolder). */
@@ -166,11 +166,16 @@ export class TreeMembership {
    */
   private nothingToFind(): boolean {
     const { root, table } = this;
-    if (table.sweep || table.findByEnv || !table.groupHasMembers || !this.useGroup || !root) return false;
+    if (!this.noCookieSearch || !table.groupHasMembers || !this.useGroup || !root) return false;
     // A table that reports sessions (sid >= 0) would also find the root's session in other groups.
     if (root.pgid !== root.pid || root.sid >= 0) return false;
     if ([...this.known.values()].some((k) => key(k) !== key(root))) return false;
     return !table.groupHasMembers(root.pgid);
+  }
+
+  /** A table that cannot read environments (ps): its scans find no cookie holder. */
+  private get noCookieSearch(): boolean {
+    return !this.table.sweep && !this.table.findByEnv;
   }
 
   /** The table and the cookie holders, in one pass where the table offers it. */

@@ -45,11 +45,11 @@ export class PsTable implements ProcessTable {
     return (await batch.rows).get(pid) ?? null;
   }
 
-  /** One snapshot instead of one `ps` call per ancestor (see Guard). */
   groupHasMembers(pgid: number): boolean {
     return exists(-pgid);
   }
 
+  /** One snapshot instead of one `ps` call per ancestor (see Guard). */
   async ancestry(pid: number): Promise<ProcessInfo[]> {
     const batch = this.batch();
     batch.all = true;
