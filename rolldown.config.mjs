@@ -28,10 +28,15 @@ export default defineConfig({
     // paths (../../package.json, ../index.js) resolve the same from a chunk as from its source.
     chunkFileNames: 'chunks/[name]-[hash].js',
     // The library in one shared chunk (one file to load), each CLI command in its own, loaded
-    // only when named; option parsing apart, since `--version` and `--help` need it and no more.
+    // only when named; option parsing apart, since `--version` and `--help` need it and no more,
+    // and with it the directory trust check that guards the compile cache every command starts with.
     advancedChunks: {
       groups: [
-        { name: 'options', test: /[\\/]src[\\/](options[\\/]|errors\.ts)/, priority: 2 },
+        {
+          name: 'options',
+          test: /[\\/]src[\\/](options[\\/]|errors\.ts|journal[\\/]trust\.ts)/,
+          priority: 2,
+        },
         // Not the watchdog's entry: its top level is a program, which must run only in its process.
         { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/]|watchdog[\\/]main\.ts)/, priority: 1 },
       ],

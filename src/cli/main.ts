@@ -1,14 +1,14 @@
 #!/usr/bin/env node
-import module from 'node:module';
 import { basename } from 'node:path';
 import { UsageError } from './args.js';
+import { enablePrivateCompileCache } from './compile-cache.js';
 import { EXIT_FAILED, EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
 import { MAIN_HELP } from './help.js';
 import { packageVersion } from './version.js';
 
 // Node 22.1+ keeps compiled code on disk between runs; the commands below load after this line,
 // so they profit. Node 20 has no such cache: the call is skipped.
-(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+enablePrivateCompileCache();
 
 type CommandFn = (args: string[], prog: string) => Promise<number>;
 
