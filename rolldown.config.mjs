@@ -2,58 +2,81 @@
 // stat, read, link), and over the ~65 modules of the library that cost `procwarden timeout` more
 // than its own work. tsc still emits every module and the .d.ts files into dist/ first (the types,
 // and the benches, which measure internals); these bundles then replace the entry files.
-import { chmodSync } from 'node:fs';
+//
+// The library is ESM. The CLI is CommonJS: a program that imports nothing by ES module never starts
+// Node's ESM loader, 8-12 ms of every `procwarden timeout` on Node 20 (an empty .mjs file costs
+// that), and `require` of a builtin builds no facade. It keeps its path, dist/cli/main.js: a
+// package.json of type commonjs in dist/cli/ says what it is, so links users made keep working.
+import { chmodSync, writeFileSync } from 'node:fs';
 import MagicString from 'magic-string';
 import { defineConfig } from 'rolldown';
 
 const CLI = 'dist/cli/main.js';
 
-export default defineConfig({
-  input: {
-    index: 'src/index.ts',
-    'tree-kill': 'src/tree-kill.ts',
-    'cli/main': 'src/cli/main.ts',
-    // Started by every Supervisor as its own process: an entry of its own, found at this path.
-    'watchdog/main': 'src/watchdog/main.ts',
-  },
+const shared = {
   platform: 'node',
   external: [/^node:/, '@lydell/node-pty'],
   tsconfig: 'tsconfig.build.json',
-  output: {
-    dir: 'dist',
-    format: 'esm',
-    sourcemap: true,
-    entryFileNames: '[name].js',
-    // Two levels below the package root, as dist/cli/ is: the CLI's `import.meta.url`-relative
-    // paths (../../package.json, ../index.js) resolve the same from a chunk as from its source.
-    chunkFileNames: 'chunks/[name]-[hash].js',
-    // The library in one shared chunk (one file to load), each CLI command in its own, loaded
-    // only when named; option parsing apart, since `--version` and `--help` need it and no more,
-    // and with it the directory trust check that guards the compile cache every command starts with.
-    advancedChunks: {
-      groups: [
-        {
-          name: 'options',
-          test: /[\\/]src[\\/](options[\\/]|errors\.ts|journal[\\/]trust\.ts)/,
-          priority: 2,
-        },
-        // Not the watchdog's entry: its top level is a program, which must run only in its process.
-        { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/]|watchdog[\\/]main\.ts)/, priority: 1 },
-      ],
-    },
+};
+
+// Two levels below the package root, as dist/cli/ is: the `import.meta.url`-relative paths
+// (../../package.json, ../index.js, ../watchdog/main.js) resolve the same from a chunk as from its
+// source. The library in one shared chunk (one file to load), each CLI command in its own, loaded
+// only when named; option parsing apart, since `--version` and `--help` need it and no more, and
+// with it the directory trust check that guards the compile cache every command starts with.
+const groups = [
+  {
+    name: 'options',
+    test: /[\\/]src[\\/](options[\\/]|errors\.ts|journal[\\/]trust\.ts)/,
+    priority: 2,
   },
-  plugins: [
-    builtinsWithoutFacades(),
-    {
-      // A clone's build must run as installed packages do: `./dist/cli/main.js`, or a `timeout`
-      // link to it, needs the run bit (npm sets it only when it installs a package).
-      name: 'cli-run-bit',
-      writeBundle() {
-        chmodSync(CLI, 0o755);
-      },
+  // Not the watchdog's entry: its top level is a program, which must run only in its process.
+  { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/]|watchdog[\\/]main\.ts)/, priority: 1 },
+];
+
+export default defineConfig([
+  {
+    ...shared,
+    input: {
+      index: 'src/index.ts',
+      'tree-kill': 'src/tree-kill.ts',
+      // Started by every Supervisor as its own process: an entry of its own, found at this path.
+      'watchdog/main': 'src/watchdog/main.ts',
     },
-  ],
-});
+    output: {
+      dir: 'dist',
+      format: 'esm',
+      sourcemap: true,
+      entryFileNames: '[name].js',
+      chunkFileNames: 'chunks/[name]-[hash].js',
+      advancedChunks: { groups },
+    },
+    plugins: [builtinsWithoutFacades()],
+  },
+  {
+    ...shared,
+    input: { 'cli/main': 'src/cli/main.ts' },
+    output: {
+      dir: 'dist',
+      format: 'cjs',
+      sourcemap: true,
+      entryFileNames: '[name].js',
+      chunkFileNames: 'cjs/[name]-[hash].cjs',
+      advancedChunks: { groups },
+    },
+    plugins: [
+      {
+        // A clone's build must run as installed packages do: `./dist/cli/main.js`, or a `timeout`
+        // link to it, needs the run bit (npm sets it only when it installs a package).
+        name: 'cli-commonjs-bin',
+        writeBundle() {
+          writeFileSync('dist/cli/package.json', '{ "type": "commonjs" }\n');
+          chmodSync(CLI, 0o755);
+        },
+      },
+    ],
+  },
+]);
 
 /**
  * `import { x } from 'node:fs'` builds an ES module facade of the whole builtin, reading every

@@ -1,6 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli } from './helpers/cli.js';
+import { CLI, runCli, startCli } from './helpers/cli.js';
 import { LeakGuard } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
@@ -45,4 +48,53 @@ describe('procwarden (no command)', () => {
     expect(option.status).toBe(2);
     expect(option.stderr.split('\n')[0]).toBe("procwarden: unrecognized option '--frob'");
   });
+
+  it('help, version and reports into a reader that has gone: exit 0, nothing on stderr (no EPIPE trace)', async () => {
+    const commands = ['--version', '--help', 'tree', 'reap --dry-run', 'kill --help', 'proof --help'];
+    for (const c of ['run', 'timeout', 'tree', 'reap']) commands.push(`${c} --help`);
+    for (const command of commands) {
+      const { child, done } = startCli(command.split(' '), {
+        env: { PROCWARDEN_STATE_DIR: join(tmpdir(), `pw-epipe-none-${process.pid}`) },
+      });
+      // Our end of its stdout closes long before Node has started: its write gets EPIPE.
+      child.stdout?.destroy();
+      const r = await done;
+      expect({ command, status: r.status, stderr: r.stderr }).toEqual({ command, status: 0, stderr: '' });
+    }
+  });
+
+  // Python, not Node, makes the pipe: libuv clears O_NONBLOCK on a child's stdio, Python's
+  // subprocess passes the descriptor as it is.
+  const python = spawnSync('python3', ['-c', '0']).status === 0;
+  it.runIf(python)(
+    '--version into a full non-blocking pipe (EAGAIN) still prints it all (needs python3)',
+    () => {
+      const script = `
+import fcntl, os, subprocess, sys, time
+r, w = os.pipe()
+fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+filled = 0
+try:
+    while True:
+        filled += os.write(w, b"x" * 4096)
+except BlockingIOError:
+    pass
+child = subprocess.Popen(sys.argv[1:], stdout=w)
+os.close(w)
+time.sleep(0.5)
+data = b""
+while True:
+    chunk = os.read(r, 65536)
+    if not chunk:
+        break
+    data += chunk
+sys.stdout.write("%d %s" % (child.wait(), data[filled:].decode()))
+`;
+      const r = spawnSync('python3', ['-c', script, process.execPath, CLI, '--version'], {
+        encoding: 'utf8',
+      });
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toBe(`0 procwarden ${version}\n`);
+    },
+  );
 });

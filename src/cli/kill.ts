@@ -8,6 +8,7 @@ import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
 import { formatMs, processes, sigkillSent } from './format.js';
 import { KILL_HELP } from './help.js';
 import { platformDetails } from './proc-details.js';
+import { writeNow } from './write-now.js';
 
 const OPTIONS = {
   grace: { type: 'string' },
@@ -113,7 +114,7 @@ export function describeOutcome(outcome: Outcome, paint: ReturnType<typeof paint
 export async function killCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseOptions(args, OPTIONS, EXIT_USAGE);
   if (values.help) {
-    process.stdout.write(KILL_HELP);
+    writeNow(1, KILL_HELP);
     return 0;
   }
   if (positionals.length === 0) throw new UsageError('missing PID; e.g. procwarden kill 4242', EXIT_USAGE);
@@ -136,7 +137,7 @@ export async function killCommand(args: string[]): Promise<number> {
   );
 
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(outcomes, null, 2)}\n`);
+    writeNow(1, `${JSON.stringify(outcomes, null, 2)}\n`);
   } else {
     const paint = painter(useColour(process.stdout));
     for (const o of outcomes)

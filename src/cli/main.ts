@@ -5,6 +5,7 @@ import { enablePrivateCompileCache } from './compile-cache.js';
 import { EXIT_FAILED, EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
 import { MAIN_HELP } from './help.js';
 import { packageVersion } from './version.js';
+import { writeNow } from './write-now.js';
 
 // Node 22.1+ keeps compiled code on disk between runs; the commands below load after this line,
 // so they profit. Node 20 has no such cache: the call is skipped.
@@ -51,15 +52,15 @@ function resolve(argv: string[]): Invocation {
 function topLevel(args: string[]): number {
   const [name] = args;
   if (name === undefined) {
-    process.stderr.write(MAIN_HELP);
+    writeNow(2, MAIN_HELP);
     return EXIT_USAGE;
   }
   if (name === '-h' || name === '--help' || name === 'help') {
-    process.stdout.write(MAIN_HELP);
+    writeNow(1, MAIN_HELP);
     return 0;
   }
   if (name === '-V' || name === '--version') {
-    process.stdout.write(`procwarden ${packageVersion()}\n`);
+    writeNow(1, `procwarden ${packageVersion()}\n`);
     return 0;
   }
   throw new UsageError(

@@ -10,6 +10,7 @@ import { formatMs } from './format.js';
 import { PROOF_HELP } from './help.js';
 import { CASES, type CaseProof, proveCase } from './proof-cases.js';
 import { writeProofScripts } from './proof-fixtures.js';
+import { writeNow } from './write-now.js';
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -35,13 +36,15 @@ function evidence(p: CaseProof): string {
 export async function proofCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseOptions(args, OPTIONS, EXIT_USAGE);
   if (values.help) {
-    process.stdout.write(PROOF_HELP);
+    writeNow(1, PROOF_HELP);
     return 0;
   }
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`, EXIT_USAGE);
 
   // The summary is for a person: on stderr when stdout carries the JSON.
   const human = values.json ? process.stderr : process.stdout;
+  // A reader that has gone (`proof | head -3`) is no reason to stop proving, nor to print a trace.
+  human.on('error', () => {});
   const paint = painter(useColour(human));
   const root = mkdtempSync(join(tmpdir(), 'procwarden-proof-'));
   const sup = new Supervisor();
@@ -69,7 +72,7 @@ export async function proofCommand(args: string[]): Promise<number> {
     rmSync(root, { recursive: true, force: true });
   }
   const held = proofs.filter((p) => p.holds).length;
-  if (values.json) process.stdout.write(`${JSON.stringify(proofs, null, 2)}\n`);
+  if (values.json) writeNow(1, `${JSON.stringify(proofs, null, 2)}\n`);
   human.write(
     held === proofs.length
       ? `${paint('green', `All ${held} cases hold`)}: nothing outlived its run, and nothing else was hit.\n`

@@ -5,6 +5,7 @@ import { parseOptions, UsageError } from './args.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
 import { processes } from './format.js';
 import { REAP_HELP } from './help.js';
+import { writeNow } from './write-now.js';
 
 const OPTIONS = {
   'dry-run': { type: 'boolean' },
@@ -43,7 +44,7 @@ function describe(report: ReapReport): string {
 export async function reapCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseOptions(args, OPTIONS, EXIT_USAGE);
   if (values.help) {
-    process.stdout.write(REAP_HELP);
+    writeNow(1, REAP_HELP);
     return 0;
   }
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`, EXIT_USAGE);
@@ -59,7 +60,7 @@ export async function reapCommand(args: string[]): Promise<number> {
     ...(values['state-dir'] !== undefined ? { stateDir: values['state-dir'] } : {}),
     ...(graceMs !== undefined ? { graceMs } : {}),
   });
-  process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : describe(report));
+  writeNow(1, values.json ? `${JSON.stringify(report, null, 2)}\n` : describe(report));
   return failed(report) ? EXIT_FAILURE : 0;
 }
 

@@ -10,6 +10,7 @@ import { RUN_HELP } from './help.js';
 import { connectPty } from './pty-terminal.js';
 import { onStopSignals, TERMINAL_SIGNALS } from './signals.js';
 import { stopLine } from './stop-line.js';
+import { writeNow } from './write-now.js';
 
 const OPTIONS = {
   timeout: { type: 'string' },
@@ -86,7 +87,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const { ours, rest } = splitAtCommand(args, OPTIONS, ['json']);
   const { values } = parseOptions(ours, OPTIONS, EXIT_FAILED);
   if (values.help) {
-    process.stdout.write(RUN_HELP);
+    writeNow(1, RUN_HELP);
     return 0;
   }
   if (rest.length === 0) {

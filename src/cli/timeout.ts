@@ -9,6 +9,7 @@ import { EXIT_FAILED, timeoutStatus } from './exit-status.js';
 import { TIMEOUT_HELP, timeoutVersion } from './help.js';
 import { onStopSignals } from './signals.js';
 import { packageVersion } from './version.js';
+import { writeNow } from './write-now.js';
 
 const OPTIONS = {
   signal: { type: 'string', short: 's' },
@@ -59,11 +60,11 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const { ours, rest } = splitAtCommand(args, OPTIONS);
   const { values } = parseOptions(ours, OPTIONS, EXIT_FAILED);
   if (values.help) {
-    process.stdout.write(TIMEOUT_HELP);
+    writeNow(1, TIMEOUT_HELP);
     return 0;
   }
   if (values.version) {
-    process.stdout.write(timeoutVersion(packageVersion()));
+    writeNow(1, timeoutVersion(packageVersion()));
     return 0;
   }
   const [durationText, ...argv] = rest;

@@ -4,6 +4,7 @@ import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
 import { formatAge } from './format.js';
 import { TREE_HELP } from './help.js';
 import { platformDetails } from './proc-details.js';
+import { writeNow } from './write-now.js';
 
 const OPTIONS = { help: { type: 'boolean', short: 'h' } } as const;
 
@@ -28,7 +29,7 @@ function walk(roots: ProcessInfo[], children: Map<number, ProcessInfo[]>, seen: 
 export async function treeCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseOptions(args, OPTIONS, EXIT_USAGE);
   if (values.help) {
-    process.stdout.write(TREE_HELP);
+    writeNow(1, TREE_HELP);
     return 0;
   }
   if (positionals.length > 1) throw new UsageError('give at most one PID', EXIT_USAGE);
@@ -100,6 +101,6 @@ export async function treeCommand(args: string[]): Promise<number> {
   // At a terminal, one process per line (as ps does); piped, whole command lines.
   const width = process.stdout.isTTY ? process.stdout.columns : 0;
   const fit = (l: string) => (width > 0 && l.length > width ? `${l.slice(0, width - 1)}…` : l);
-  process.stdout.write(`${out.map(fit).join('\n')}\n`);
+  writeNow(1, `${out.map(fit).join('\n')}\n`);
   return 0;
 }

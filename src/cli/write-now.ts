@@ -1,0 +1,21 @@
+import { writeSync } from 'node:fs';
+
+/**
+ * Writes `text` to stdout (1) or stderr (2) with write(2) itself. process.stdout is a stream, and
+ * Node 22 and 24 load the stream modules to build it (3-5 ms, most of what `--version` costs
+ * beyond Node's own start-up); a line of help needs none of that. A descriptor in non-blocking
+ * mode (EAGAIN) gets the rest through the stream after all; a reader that has gone (EPIPE) gets
+ * nothing, as with any program whose output nobody reads.
+ */
+export function writeNow(fd: 1 | 2, text: string): void {
+  let rest = Buffer.from(text, 'utf8');
+  try {
+    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EPIPE') return;
+    const stream = fd === 1 ? process.stdout : process.stderr;
+    stream.on('error', () => {});
+    stream.write(rest);
+  }
+}
