@@ -19,19 +19,17 @@ const shared = {
   tsconfig: 'tsconfig.build.json',
 };
 
-// Two levels below the package root, as dist/cli/ is: the `import.meta.url`-relative paths
-// (../../package.json, ../index.js, ../watchdog/main.js) resolve the same from a chunk as from its
-// source. The library in one shared chunk (one file to load), each CLI command in its own, loaded
-// only when named; option parsing apart, since `--version` and `--help` need it and no more, and
-// with it the directory trust check that guards the compile cache every command starts with.
-const groups = [
-  {
-    name: 'options',
-    test: /[\\/]src[\\/](options[\\/]|errors\.ts|journal[\\/]trust\.ts)/,
-    priority: 2,
-  },
-  // Not the watchdog's entry: its top level is a program, which must run only in its process.
-  { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/]|watchdog[\\/]main\.ts)/, priority: 1 },
+// Chunks sit two levels below the package root, as dist/cli/ is: the `import.meta.url`-relative
+// paths (../../package.json, ../index.js, ../watchdog/main.cjs) resolve the same from a chunk as from
+// its source. The library is one shared chunk (one file for the ESM loader).
+const library = { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/])/, priority: 1 };
+
+// The CLI: each command in its own chunk, loaded only when named; option parsing apart, since
+// `--version` and `--help` need it and no more, and with it the directory trust check that guards
+// the compile cache every command starts with.
+const cliGroups = [
+  { name: 'options', test: /[\\/]src[\\/](options[\\/]|errors\.ts|journal[\\/]trust\.ts)/, priority: 2 },
+  library,
 ];
 
 export default defineConfig([
@@ -40,8 +38,6 @@ export default defineConfig([
     input: {
       index: 'src/index.ts',
       'tree-kill': 'src/tree-kill.ts',
-      // Started by every Supervisor as its own process: an entry of its own, found at this path.
-      'watchdog/main': 'src/watchdog/main.ts',
     },
     output: {
       dir: 'dist',
@@ -49,7 +45,7 @@ export default defineConfig([
       sourcemap: true,
       entryFileNames: '[name].js',
       chunkFileNames: 'chunks/[name]-[hash].js',
-      advancedChunks: { groups },
+      advancedChunks: { groups: [library] },
     },
     plugins: [builtinsWithoutFacades()],
   },
@@ -62,7 +58,7 @@ export default defineConfig([
       sourcemap: true,
       entryFileNames: '[name].js',
       chunkFileNames: 'cjs/[name]-[hash].cjs',
-      advancedChunks: { groups },
+      advancedChunks: { groups: cliGroups },
     },
     plugins: [
       {
@@ -75,6 +71,15 @@ export default defineConfig([
         },
       },
     ],
+  },
+  {
+    // Started by every Supervisor as its own process, found at this path: one CommonJS file of what
+    // reap needs (70 KB, not the library's 220), loaded whole before it listens, so that an upgrade
+    // of the package under a running host cannot take its code away. 20 ms less CPU at every
+    // supervisor's start on Node 20, while the runs it guards want that CPU.
+    ...shared,
+    input: { 'watchdog/main': 'src/watchdog/main.ts' },
+    output: { dir: 'dist', format: 'cjs', sourcemap: true, entryFileNames: '[name].cjs' },
   },
 ]);
 

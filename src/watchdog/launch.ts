@@ -7,9 +7,9 @@ import { CLEAN, toArgv, type WatchdogArgs } from './protocol.js';
 /**
  * The compiled watchdog script; absent when procwarden runs from its TypeScript sources. Named from
  * one level up: this module is dist/watchdog/launch.js as tsc emits it, or part of a bundle chunk in
- * dist/chunks/, and both sit two levels below the package root beside dist/watchdog/main.js.
+ * dist/chunks/ or dist/cjs/, and all sit two levels below the package root beside dist/watchdog/main.cjs.
  */
-const MAIN = fileURLToPath(new URL('../watchdog/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../watchdog/main.cjs', import.meta.url));
 
 /**
  * The host's side of a supervisor's watchdog (see ./main.ts). Started on a later event-loop turn
