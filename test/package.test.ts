@@ -85,7 +85,8 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
       [
         "import { Supervisor } from 'procwarden';",
         'const sup = new Supervisor();',
-        "await sup.spawn({ argv: ['true'] }).result;",
+        // Alive past the watchdog's start delay (a run that ends sooner starts none).
+        "await sup.spawn({ argv: ['sleep', '0.3'] }).result;",
         'const pid = sup.watchdogPid;',
         'await sup.shutdown();',
         'console.log(JSON.stringify({ pid, problems: sup.journalProblems.map((p) => p.problem ?? String(p)) }));',

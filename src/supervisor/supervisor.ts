@@ -251,7 +251,7 @@ export class Supervisor {
     return [...(this.journal?.problems ?? []), ...(problem ? [problem] : [])];
   }
 
-  /** The pid of this supervisor's watchdog while it runs (it starts with the first spawn). */
+  /** The pid of this supervisor's watchdog while it runs (started 25 ms after a spawn, if a run is still live then). */
   get watchdogPid(): number | undefined {
     return this.watchdog?.pid;
   }

@@ -12,8 +12,19 @@ import { CLEAN, toArgv, type WatchdogArgs } from './protocol.js';
 const MAIN = fileURLToPath(new URL('../watchdog/main.cjs', import.meta.url));
 
 /**
- * The host's side of a supervisor's watchdog (see ./main.ts). Started on a later event-loop turn
- * than the spawn that asks for it, so no spawn waits for it. It is never waited for: the child and
+ * How long after the first spawn that asks for it a watchdog is started. On the next event-loop
+ * turn, as it used to be, half of the `timeout 10 true` runs measured on Node 24 were still live
+ * (the shim's spawn and `true` take 5-12 ms in all; 10 ms still let 3 of 15 through): each paid 3-4
+ * ms for the watchdog's spawn and booted a Node process (40-60 ms of CPU) after its host had exited,
+ * for nothing, on every call of a shell loop. The price: a host SIGKILLed within these milliseconds
+ * of its first spawn leaves that run to `procwarden reap` (its record is on disk), as a host killed
+ * within the first turn did.
+ */
+export const START_DELAY_MS = 25;
+
+/**
+ * The host's side of a supervisor's watchdog (see ./main.ts). Started a little after the spawn
+ * that asks for it, so no spawn waits for it. It is never waited for: the child and
  * the pipe are unref'd, and the host polls nothing. Its own session (detached) keeps it out of
  * a signal to the host's process group. The pipe's host end is close-on-exec (libuv opens every
  * descriptor so), and spawn passes a child only the descriptors listed in its stdio: the runs the
@@ -33,18 +44,17 @@ export class Watchdog {
   }
 
   /**
-   * Asks for it on the next turn of the event loop; later calls cost nothing until then. If by
-   * then `needed()` is false (the runs that asked have already settled, their records removed),
-   * it is not started: it would guard nothing, and the next call asks again. A `timeout 10 true`
-   * ends within that turn, and a watchdog started then would boot Node after its host exited.
+   * Asks for it START_DELAY_MS from now; later calls cost nothing until then. If by then `needed()`
+   * is false (the runs that asked have already settled, their records removed), it is not started:
+   * it would guard nothing, and the next call asks again. The timer holds no event loop open.
    */
   startSoon(needed: () => boolean): void {
     if (this.asked) return;
     this.asked = true;
-    setImmediate(() => {
+    setTimeout(() => {
       if (needed()) this.start();
       else this.asked = false;
-    });
+    }, START_DELAY_MS).unref();
   }
 
   /** A normal shutdown: it is told so and exits without reaping. */
