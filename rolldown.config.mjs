@@ -55,6 +55,8 @@ export default defineConfig([
     output: {
       dir: 'dist',
       format: 'cjs',
+      // The ES module build is strict by definition; a CommonJS one only if it says so.
+      strict: true,
       sourcemap: true,
       entryFileNames: '[name].js',
       chunkFileNames: 'cjs/[name]-[hash].cjs',
@@ -79,7 +81,7 @@ export default defineConfig([
     // supervisor's start on Node 20, while the runs it guards want that CPU.
     ...shared,
     input: { 'watchdog/main': 'src/watchdog/main.ts' },
-    output: { dir: 'dist', format: 'cjs', sourcemap: true, entryFileNames: '[name].cjs' },
+    output: { dir: 'dist', format: 'cjs', strict: true, sourcemap: true, entryFileNames: '[name].cjs' },
   },
 ]);
 

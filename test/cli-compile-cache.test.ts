@@ -5,8 +5,10 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  realpathSync,
   rmSync,
   statSync,
+  symlinkSync,
 } from 'node:fs';
 import module from 'node:module';
 import { tmpdir } from 'node:os';
@@ -82,6 +84,39 @@ describe('the CLI compile cache', () => {
       const r = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp });
       expect(r.status).toBe(0);
       expect(entries(join(xdg, 'procwarden'))).toEqual([]);
+      expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
+    },
+  );
+
+  it.runIf(hasCache)(
+    'through a symlink, Node is given the real path, which a swap of the link cannot redirect',
+    async () => {
+      const { xdg, tmp } = scratch();
+      const link = join(tmp, 'cache-link');
+      symlinkSync(xdg, link);
+      const r = await loadSomething({
+        XDG_CACHE_HOME: link,
+        TMPDIR: tmp,
+        NODE_DEBUG_NATIVE: 'COMPILE_CACHE',
+      });
+      expect(r.status).toBe(0);
+      expect(entries(join(xdg, 'procwarden', 'compile-cache')).length).toBeGreaterThan(0);
+      // Node names every file it reads or writes: all below the real directory, none by the link.
+      expect(r.stderr).toContain(join(realpathSync(xdg), 'procwarden', 'compile-cache'));
+      expect(r.stderr).not.toContain(link);
+    },
+  );
+
+  it.runIf(hasCache)(
+    'an empty HOME (and no XDG_CACHE_HOME) puts nothing in the current directory',
+    async () => {
+      const { xdg, tmp } = scratch();
+      const r = await runCli(['run', '--help'], {
+        cwd: xdg,
+        env: { HOME: '', XDG_CACHE_HOME: undefined, TMPDIR: tmp, NODE_COMPILE_CACHE: undefined },
+      });
+      expect(r.status).toBe(0);
+      expect(readdirSync(xdg)).toEqual([]);
       expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
     },
   );

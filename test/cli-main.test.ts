@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -95,6 +95,29 @@ sys.stdout.write("%d %s" % (child.wait(), data[filled:].decode()))
       });
       expect(r.stderr).toBe('');
       expect(r.stdout).toBe(`0 procwarden ${version}\n`);
+    },
+  );
+
+  it.runIf(existsSync('/dev/full'))(
+    'a write that fails (stdout on /dev/full): one line on stderr and the failure status',
+    async () => {
+      for (const [command, status, prog] of [
+        ['--version', 1, 'procwarden'],
+        ['tree', 1, 'procwarden tree'],
+        ['timeout --help', 125, 'procwarden timeout'],
+      ] as const) {
+        const full = openSync('/dev/full', 'w');
+        const r = spawnSync(process.execPath, [CLI, ...command.split(' ')], {
+          stdio: ['ignore', full, 'pipe'],
+          encoding: 'utf8',
+        });
+        closeSync(full);
+        expect({ command, status: r.status, stderr: r.stderr }).toEqual({
+          command,
+          status,
+          stderr: `${prog}: write error: ENOSPC: no space left on device, write\n`,
+        });
+      }
     },
   );
 });

@@ -7,7 +7,7 @@ import { MAIN_HELP } from './help.js';
 import { packageVersion } from './version.js';
 import { writeNow } from './write-now.js';
 
-// Node 22.1+ keeps compiled code on disk between runs; the commands below load after this line,
+// Node 22.8+ keeps compiled code on disk between runs; the commands below load after this line,
 // so they profit. Node 20 has no such cache: the call is skipped.
 enablePrivateCompileCache();
 
@@ -81,7 +81,8 @@ async function main(): Promise<number> {
     }
     // Never a stack trace for the user; the message is what they can act on.
     process.stderr.write(`${prog}: ${(error as Error)?.message ?? String(error)}\n`);
-    return command?.failStatus ?? EXIT_USAGE;
+    // Without a command, only the help or version could fail, to be written (write error: ENOSPC).
+    return command?.failStatus ?? EXIT_FAILURE;
   }
 }
 

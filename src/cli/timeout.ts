@@ -77,10 +77,9 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   // A closed stderr (`timeout -v ... 2>&1 | :`) loses our lines; it must not change our status.
   process.stderr.on('error', () => {});
   // Wrapping a piped stdout/stderr makes Node set O_NONBLOCK on it, and the command shares that
-  // open file: it would get EAGAIN from a full pipe. stderr, which Node itself may write to (a
-  // warning), is wrapped now, before the spawn, and that is undone; stdout is never wrapped, since
-  // nothing past --help writes to it, and Node builds it only when asked.
-  keepBlocking(process.stderr);
+  // open file: it would get EAGAIN from a full pipe. Wrap both now (before the spawn) and undo it;
+  // one first built after the spawn (onStopSignals below listens on both) would leave it set.
+  for (const stream of [process.stdout, process.stderr]) keepBlocking(stream);
   const said = new Set<string>();
   const say = (sig: TimeoutSignal) => {
     const name = shortName(sig);

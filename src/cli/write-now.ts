@@ -5,7 +5,8 @@ import { writeSync } from 'node:fs';
  * Node 22 and 24 load the stream modules to build it (3-5 ms, most of what `--version` costs
  * beyond Node's own start-up); a line of help needs none of that. A descriptor in non-blocking
  * mode (EAGAIN) gets the rest through the stream after all; a reader that has gone (EPIPE) gets
- * nothing, as with any program whose output nobody reads.
+ * nothing, as with any program whose output nobody reads. Any other failure (ENOSPC, EIO) throws
+ * "write error: ...", which the CLI reports with its failure status, as coreutils do.
  */
 export function writeNow(fd: 1 | 2, text: string): void {
   let rest = Buffer.from(text, 'utf8');
@@ -14,8 +15,15 @@ export function writeNow(fd: 1 | 2, text: string): void {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EPIPE') return;
+    if (code !== 'EAGAIN') throw new Error(`write error: ${(error as Error).message}`);
     const stream = fd === 1 ? process.stdout : process.stderr;
-    stream.on('error', () => {});
+    stream.on('error', (late: NodeJS.ErrnoException) => {
+      if (late.code === 'EPIPE') return;
+      process.exitCode = 1;
+      try {
+        writeSync(2, `procwarden: write error: ${late.message}\n`);
+      } catch {}
+    });
     stream.write(rest);
   }
 }
