@@ -24,11 +24,12 @@ const shared = {
 // its source. The library is one shared chunk (one file for the ESM loader).
 const library = { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/])/, priority: 1 };
 
-// The CLI: each command in its own chunk, loaded only when named; option parsing apart, since
-// `--version` and `--help` need it and no more, and with it the directory trust check that guards
-// the compile cache every command starts with.
+// The CLI: each command in its own chunk, loaded only when named; option parsing apart, for the
+// commands; and the directory trust check that guards the compile cache, which every start needs
+// (`--version` loads the entry and that, nothing else).
 const cliGroups = [
-  { name: 'options', test: /[\\/]src[\\/](options[\\/]|errors\.ts|journal[\\/]trust\.ts)/, priority: 2 },
+  { name: 'trust', test: /[\\/]src[\\/]journal[\\/]trust\.ts/, priority: 3 },
+  { name: 'options', test: /[\\/]src[\\/](options[\\/]|errors\.ts)/, priority: 2 },
   library,
 ];
 

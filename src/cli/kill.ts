@@ -4,7 +4,7 @@ import { normalizeSignal, parseDuration } from '../options/index.js';
 import type { MemberReport, TerminateReport } from '../types.js';
 import { parseOptions, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
-import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { formatMs, processes, sigkillSent } from './format.js';
 import { KILL_HELP } from './help.js';
 import { platformDetails } from './proc-details.js';

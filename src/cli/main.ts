@@ -2,7 +2,7 @@
 import { basename } from 'node:path';
 import { UsageError } from './args.js';
 import { enablePrivateCompileCache } from './compile-cache.js';
-import { EXIT_FAILED, EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
+import { EXIT_FAILED, EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { MAIN_HELP } from './help.js';
 import { packageVersion } from './version.js';
 import { writeNow } from './write-now.js';

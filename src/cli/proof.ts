@@ -5,7 +5,7 @@ import { Supervisor } from '../supervisor/index.js';
 import { platformTable } from '../tree/index.js';
 import { parseOptions, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
-import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { formatMs } from './format.js';
 import { PROOF_HELP } from './help.js';
 import { CASES, type CaseProof, proveCase } from './proof-cases.js';

@@ -2,7 +2,7 @@ import { isProcwardenError } from '../errors.js';
 import { type ReapedRun, type ReapReport, reap } from '../journal/index.js';
 import { parseDuration } from '../options/index.js';
 import { parseOptions, UsageError } from './args.js';
-import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { processes } from './format.js';
 import { REAP_HELP } from './help.js';
 import { writeNow } from './write-now.js';

@@ -1,6 +1,6 @@
 import { isGone, type ProcessInfo, platformTable } from '../tree/index.js';
 import { parseOptions, UsageError } from './args.js';
-import { EXIT_FAILURE, EXIT_USAGE } from './exit-status.js';
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { formatAge } from './format.js';
 import { TREE_HELP } from './help.js';
 import { platformDetails } from './proc-details.js';
