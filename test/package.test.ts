@@ -78,6 +78,30 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
     });
   });
 
+  it('importing it loads no child_process, net or tty; the first run does', async () => {
+    // process.moduleLoadList names the builtins loaded so far: 6-8 ms of start-up left to the
+    // first spawn, which needs them (src/lazy-builtins.ts).
+    const script = join(prefix, 'lazy-builtins.mjs');
+    writeFileSync(
+      script,
+      [
+        'const heavy = () => process.moduleLoadList.filter((m) => /^NativeModule (child_process|net|tty)$/.test(m)).sort();',
+        "const { run } = await import('procwarden');",
+        'const atImport = heavy();',
+        "await run({ argv: ['true'] }).result;",
+        'console.log(JSON.stringify({ atImport, afterRun: heavy() }));',
+      ].join('\n'),
+    );
+    const stateDir = makeTmp('pw-pack-state-');
+    const { stdout } = await exec(process.execPath, [script], {
+      cwd: prefix,
+      env: { ...process.env, PROCWARDEN_STATE_DIR: stateDir },
+    }).finally(() => rmSync(stateDir, { recursive: true, force: true }));
+    const { atImport, afterRun } = JSON.parse(stdout);
+    expect(atImport).toEqual([]);
+    expect(afterRun).toEqual(expect.arrayContaining(['NativeModule child_process', 'NativeModule net']));
+  });
+
   it("a Supervisor from the package starts its watchdog (the bundle's own entry), which exits with it", async () => {
     const script = join(prefix, 'watchdog.mjs');
     writeFileSync(

@@ -1,7 +1,7 @@
 import { constants, createWriteStream, fstatSync, openSync } from 'node:fs';
-import { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { ProcwardenError } from '../errors.js';
+import { net } from '../lazy-builtins.js';
 
 /**
  * output.file: every byte, written asynchronously so that a slow reader never blocks the host.
@@ -93,6 +93,6 @@ export class FileSink {
 }
 
 function openStream(fd: number): Writable {
-  if (fstatSync(fd).isFIFO()) return new Socket({ fd, readable: false, writable: true });
+  if (fstatSync(fd).isFIFO()) return new (net().Socket)({ fd, readable: false, writable: true });
   return createWriteStream('', { fd, autoClose: true });
 }

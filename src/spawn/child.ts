@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import type { LaunchPlan } from '../containment/index.js';
+import { childProcess } from '../lazy-builtins.js';
 import type { RunStdin, StreamName } from '../types.js';
 import type { LaunchEvents, Launched, LaunchOptions } from './types.js';
 
@@ -8,7 +8,7 @@ import type { LaunchEvents, Launched, LaunchOptions } from './types.js';
 export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: LaunchEvents): Launched {
   const stdinMode = options.stdin.kind === 'data' ? 'pipe' : options.stdin.kind;
   const outMode = options.output ?? 'pipe';
-  const child = spawn(plan.file, plan.args, {
+  const child = childProcess().spawn(plan.file, plan.args, {
     cwd: plan.cwd,
     env: plan.env,
     detached: plan.newSession,

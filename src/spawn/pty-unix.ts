@@ -1,7 +1,7 @@
 import { closeSync, constants, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { ReadStream } from 'node:tty';
 import type { LaunchPlan } from '../containment/index.js';
+import { tty } from '../lazy-builtins.js';
 import { signalName } from '../options/index.js';
 import type { PtyOptions } from '../types.js';
 import { PTY_PACKAGE, type UnixPtyBinding } from './pty-module.js';
@@ -72,7 +72,7 @@ export function openUnixTerminal(
   }
   opened = true;
 
-  const master = new ReadStream(forked.fd);
+  const master = new (tty().ReadStream)(forked.fd);
   const outputDone = new Promise<void>((resolve) => master.once('close', () => resolve()));
   const resume = () => {
     if (!master.destroyed) master.resume();

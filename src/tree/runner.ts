@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { childProcess } from '../lazy-builtins.js';
 
 export interface CommandResult {
   /** Exit code; null when the command could not be run at all (then `error` says why). */
@@ -16,7 +16,7 @@ export type CommandRunner = (file: string, args: readonly string[]) => Promise<C
 
 export const execRunner: CommandRunner = (file, args) =>
   new Promise((resolve) => {
-    execFile(
+    childProcess().execFile(
       file,
       [...args],
       { windowsHide: true, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },

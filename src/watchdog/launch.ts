@@ -1,7 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { childProcess } from '../lazy-builtins.js';
 import { CLEAN, toArgv, type WatchdogArgs } from './protocol.js';
 
 /**
@@ -78,7 +79,7 @@ export class Watchdog {
       // its NODE_EXTRA_CA_CERTS: the watchdog speaks no TLS, and Node 20 parses them at start-up
       // (75 ms of CPU for a 220 KB bundle, while the run it guards wants that CPU).
       const { NODE_OPTIONS: _, NODE_EXTRA_CA_CERTS: _certs, ...env } = process.env;
-      child = spawn(process.execPath, [MAIN, ...toArgv(this.args)], {
+      child = childProcess().spawn(process.execPath, [MAIN, ...toArgv(this.args)], {
         env,
         detached: true,
         stdio: ['pipe', 'ignore', 'ignore'],
