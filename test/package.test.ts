@@ -19,6 +19,19 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
   let prefix = '';
   let bin = '';
 
+  /** Runs an ES module script written into the prefix (so it imports the installed package) with
+   * a journal of its own; returns what it printed, parsed as JSON. */
+  const runScript = async (name: string, lines: string[], env: Record<string, string | undefined> = {}) => {
+    const script = join(prefix, name);
+    writeFileSync(script, lines.join('\n'));
+    const stateDir = makeTmp('pw-pack-state-');
+    const { stdout } = await exec(process.execPath, [script], {
+      cwd: prefix,
+      env: { ...process.env, PROCWARDEN_STATE_DIR: stateDir, ...env },
+    }).finally(() => rmSync(stateDir, { recursive: true, force: true }));
+    return JSON.parse(stdout);
+  };
+
   beforeAll(async () => {
     prefix = makeTmp('pw-pack-');
     const { stdout } = await exec(
@@ -60,52 +73,32 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
   }, 120_000);
 
   it("import { run } from 'procwarden', and procwarden/tree-kill", async () => {
-    const script = join(prefix, 'use.mjs');
-    writeFileSync(
-      script,
-      [
-        "import { run } from 'procwarden';",
-        "import treeKill from 'procwarden/tree-kill';",
-        "const result = await run({ argv: ['echo', 'hello from the tarball'] }).result;",
-        'console.log(JSON.stringify({ reason: result.reason, out: result.stdout.text, treeKill: typeof treeKill }));',
-      ].join('\n'),
-    );
-    const { stdout } = await exec(process.execPath, [script], { cwd: prefix });
-    expect(JSON.parse(stdout)).toEqual({
-      reason: 'exit',
-      out: 'hello from the tarball\n',
-      treeKill: 'function',
-    });
+    const printed = await runScript('use.mjs', [
+      "import { run } from 'procwarden';",
+      "import treeKill from 'procwarden/tree-kill';",
+      "const result = await run({ argv: ['echo', 'hello from the tarball'] }).result;",
+      'console.log(JSON.stringify({ reason: result.reason, out: result.stdout.text, treeKill: typeof treeKill }));',
+    ]);
+    expect(printed).toEqual({ reason: 'exit', out: 'hello from the tarball\n', treeKill: 'function' });
   });
 
   it('importing it loads no child_process, net or tty; the first run does', async () => {
     // process.moduleLoadList names the builtins loaded so far: 6-8 ms of start-up left to the
     // first spawn, which needs them (src/lazy-builtins.ts).
-    const script = join(prefix, 'lazy-builtins.mjs');
-    writeFileSync(
-      script,
-      [
-        'const heavy = () => process.moduleLoadList.filter((m) => /^NativeModule (child_process|net|tty)$/.test(m)).sort();',
-        "const { run } = await import('procwarden');",
-        'const atImport = heavy();',
-        "await run({ argv: ['true'] }).result;",
-        'console.log(JSON.stringify({ atImport, afterRun: heavy() }));',
-      ].join('\n'),
-    );
-    const stateDir = makeTmp('pw-pack-state-');
-    const { stdout } = await exec(process.execPath, [script], {
-      cwd: prefix,
-      env: { ...process.env, PROCWARDEN_STATE_DIR: stateDir },
-    }).finally(() => rmSync(stateDir, { recursive: true, force: true }));
-    const { atImport, afterRun } = JSON.parse(stdout);
+    const { atImport, afterRun } = await runScript('lazy-builtins.mjs', [
+      'const heavy = () => process.moduleLoadList.filter((m) => /^NativeModule (child_process|net|tty)$/.test(m)).sort();',
+      "const { run } = await import('procwarden');",
+      'const atImport = heavy();',
+      "await run({ argv: ['true'] }).result;",
+      'console.log(JSON.stringify({ atImport, afterRun: heavy() }));',
+    ]);
     expect(atImport).toEqual([]);
     expect(afterRun).toEqual(expect.arrayContaining(['NativeModule child_process', 'NativeModule net']));
   });
 
   it("a Supervisor from the package starts its watchdog (the bundle's own entry), which exits with it", async () => {
-    const script = join(prefix, 'watchdog.mjs');
-    writeFileSync(
-      script,
+    const { pid, problems } = await runScript(
+      'watchdog.mjs',
       [
         "import { Supervisor } from 'procwarden';",
         'const sup = new Supervisor();',
@@ -114,14 +107,9 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
         'const pid = sup.watchdogPid;',
         'await sup.shutdown();',
         'console.log(JSON.stringify({ pid, problems: sup.journalProblems.map((p) => p.problem ?? String(p)) }));',
-      ].join('\n'),
+      ],
+      { PROCWARDEN_WATCHDOG: undefined },
     );
-    const stateDir = makeTmp('pw-pack-state-');
-    const { stdout } = await exec(process.execPath, [script], {
-      cwd: prefix,
-      env: { ...process.env, PROCWARDEN_STATE_DIR: stateDir, PROCWARDEN_WATCHDOG: undefined },
-    }).finally(() => rmSync(stateDir, { recursive: true, force: true }));
-    const { pid, problems } = JSON.parse(stdout);
     expect(problems).toEqual([]);
     expect(pid).toBeGreaterThan(1);
     // It exits once told the host shut down cleanly; the host did not wait for it.
