@@ -12,7 +12,7 @@ type EnableCompileCache = (directory: string) => unknown;
  * create that directory first, and a cache entry is bytecode that Node runs after checks anyone can
  * forge (CRC32 sums), so another user of the machine could run code as whoever runs procwarden.
  */
-export function compileCacheDir(env: NodeJS.ProcessEnv = process.env): string | null {
+function compileCacheDir(env: NodeJS.ProcessEnv = process.env): string | null {
   const xdg = env.XDG_CACHE_HOME;
   const base = xdg && isAbsolute(xdg) ? xdg : join(homedir(), '.cache');
   // An empty or relative HOME would put it in whatever directory the command runs in.
