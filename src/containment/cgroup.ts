@@ -57,6 +57,7 @@ export class CgroupContainment implements Containment {
   }
 
   prepare(plan: LaunchPlan): LaunchPlan {
+    this.membership.beforeLaunch();
     return throughShim({ ...plan, newSession: true }, `${this.cgroupPath}/cgroup.procs`);
   }
 

@@ -35,6 +35,22 @@ export class TreeMembership {
   private readonly known = new Map<string, ProcessInfo>();
   private vanished = 0;
   private unsettled = 0;
+  /**
+   * What a look proved the tree to be: while the table's birth count still reads `births`, no
+   * process has been born since, and nothing but a birth makes a process a member (a group or
+   * session is only entered by a process already in that session, a parent link only ever moves
+   * to init or to a subreaper among the process's own ancestors, and the run's cookie is
+   * inherited): the tree is at most `members`, those still alive. Set by a scan that read every
+   * process it listed, and by the launch; dropped when members are learned some other way.
+   */
+  private proof: { births: number; members: ProcessInfo[] } | null = null;
+  /** The birth count read just before the command was spawned. */
+  private launchBirths: number | null = null;
+  /**
+   * The count has been seen to grow past launchBirths (the root's own birth must show): a count
+   * that stands still whatever happens (an emulated /proc) would otherwise prove every scan.
+   */
+  private countMoves = false;
 
   constructor(
     private readonly table: ProcessTable,
@@ -56,18 +72,35 @@ export class TreeMembership {
 
   /** Members found by other means (a cgroup's list): their descendants belong to the tree too. */
   remember(members: Iterable<ProcessInfo>): void {
-    for (const m of members) this.known.set(key(m), m);
+    for (const m of members) {
+      // One the proof does not hold (a process moved into the run's cgroup) brings its descendants.
+      if (this.proof && !this.proof.members.some((p) => key(p) === key(m))) this.proof = null;
+      this.known.set(key(m), m);
+    }
+  }
+
+  /** Called right before the command is spawned. */
+  beforeLaunch(): void {
+    this.launchBirths = this.table.births?.() ?? null;
   }
 
   async attach(pid: number): Promise<void> {
     this.root = await this.table.get(pid);
     if (this.root) this.known.set(key(this.root), this.root);
     else if (this.useGroup && this.noCookieSearch) this.root = exitedLeader(pid);
+    // The root was born after launchBirths was read: while the count reads one more, the root is
+    // the only process born since, and so the whole tree (none, if it was already gone).
+    if (this.launchBirths !== null) {
+      const root = this.root && !isGone(this.root) ? [this.root] : [];
+      this.proof = { births: this.launchBirths + 1, members: root };
+    }
   }
 
   /** `onHolder`: called the moment a cookie holder is read (see EnvQuery.onHolder). */
   async scan(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
     if (this.nothingToFind()) return [];
+    const proven = await this.proven();
+    if (proven) return proven;
     let members = await this.scanOnce(onHolder);
     // "Nothing left" is only believed from a scan that saw no process vanish mid-read: a member
     // that forks and exits between our directory read and its stat read leaves a child we did not
@@ -98,8 +131,32 @@ export class TreeMembership {
     return members;
   }
 
+  /**
+   * The members a scan would find, from per-pid reads of the proven ones, while the proof holds
+   * (nothing born since it was made); null when it does not. This is what lets a tree that died
+   * without forking, or a command that forked nothing, be confirmed gone without a sweep.
+   */
+  private async proven(): Promise<ProcessInfo[] | null> {
+    const proof = this.proof;
+    const now = this.table.births?.() ?? null;
+    if (!proof || now === null || now !== proof.births) return null;
+    const alive: ProcessInfo[] = [];
+    for (const m of proof.members) {
+      const now = await this.table.get(m.pid);
+      if (now && !isGone(now) && now.startTime === m.startTime && !this.guard.forbidsPid(now.pid))
+        alive.push(now);
+    }
+    return alive;
+  }
+
   private async scanOnce(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
-    const { processes: list, holders, vanished, unsettled = 0 } = await this.snapshot(onHolder);
+    const {
+      processes: list,
+      holders,
+      vanished,
+      unsettled = 0,
+      births = null,
+    } = await this.snapshot(onHolder);
     this.guard.refreshFrom(list);
     this.vanished = vanished;
     this.unsettled = unsettled;
@@ -128,7 +185,12 @@ export class TreeMembership {
     for (const d of descendantsOf(list, roots)) add(d);
 
     for (const [k, p] of members) this.known.set(k, p);
-    return [...members.values()];
+    const found = [...members.values()];
+    if (births !== null && this.launchBirths !== null && births > this.launchBirths) this.countMoves = true;
+    // Only a sweep that read every process it listed proves anything.
+    const proves = this.countMoves && births !== null && vanished === 0 && unsettled === 0;
+    this.proof = proves ? { births, members: found } : null;
+    return found;
   }
 
   /**
@@ -189,6 +251,7 @@ export class TreeMembership {
         olderThan: this.oldest(),
         onHolder,
       });
+    // No birth count: a plain listing does not say whether it read everything it listed.
     const processes = await table.list();
     const holders = new Set(cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie) : []);
     return { processes, holders, vanished: 0 };

@@ -14,7 +14,7 @@ export class NoContainment extends ScannedContainment {
     super(table, guard, deliverer, cookie, false);
   }
 
-  prepare(plan: LaunchPlan): LaunchPlan {
+  protected launchPlan(plan: LaunchPlan): LaunchPlan {
     return { ...plan, newSession: false };
   }
 }

@@ -15,7 +15,7 @@ export class ProcessGroupContainment extends ScannedContainment {
     super(table, guard, deliverer, cookie, true);
   }
 
-  prepare(plan: LaunchPlan): LaunchPlan {
+  protected launchPlan(plan: LaunchPlan): LaunchPlan {
     return { ...plan, newSession: true };
   }
 

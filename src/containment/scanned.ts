@@ -26,7 +26,13 @@ export abstract class ScannedContainment implements Containment {
     return this.deliverer.notes;
   }
 
-  abstract prepare(plan: LaunchPlan): LaunchPlan;
+  prepare(plan: LaunchPlan): LaunchPlan {
+    this.membership.beforeLaunch();
+    return this.launchPlan(plan);
+  }
+
+  /** Where the command starts (its own session, or ours). */
+  protected abstract launchPlan(plan: LaunchPlan): LaunchPlan;
 
   attach(pid: number): Promise<void> {
     return this.membership.attach(pid);

@@ -20,6 +20,7 @@ export class ProcfsTable implements ProcessTable {
    * stat file costs three calls and a parse.
    */
   private old = new Map<number, OldProcess>();
+  private birthsSeen: number | 'broken' | null = null;
 
   constructor(private readonly root = '/proc') {}
 
@@ -43,6 +44,24 @@ export class ProcfsTable implements ProcessTable {
   getSync(pid: number): ProcessInfo | null {
     const text = this.readSmall(`${this.root}/${pid}/stat`);
     return text === null ? null : parseStat(text); // null: vanished between readdir and read
+  }
+
+  /**
+   * /proc/stat's `processes`: every fork and clone since boot, in every namespace (see
+   * ProcessTable.births). Never believed again once it has gone back.
+   */
+  births(): number | null {
+    const text = this.readSmall(`${this.root}/stat`);
+    const at = text?.indexOf('\nprocesses ') ?? -1;
+    const count = text == null || at < 0 ? Number.NaN : Number.parseInt(text.slice(at + 11), 10);
+    const seen = this.birthsSeen;
+    if (!Number.isSafeInteger(count) || seen === 'broken') return null;
+    if (seen !== null && count < seen) {
+      this.birthsSeen = 'broken';
+      return null;
+    }
+    this.birthsSeen = count;
+    return count;
   }
 
   async findByEnv(name: string, value: string): Promise<number[]> {
@@ -81,6 +100,7 @@ export class ProcfsTable implements ProcessTable {
     const holders = queries.map(() => new Set<number>());
     const retried = new Map<number, number>();
     const unsettled = new Set<number>();
+    let unreadable = false;
     /** 'ok'; 'gone' (vanished, or died since the run began); 'again': alive, environment unreadable (mid-exec). */
     const read = (pid: number, last: boolean): 'ok' | 'gone' | 'again' => {
       const was = old ? seenOld.get(pid) : undefined;
@@ -113,6 +133,8 @@ export class ProcfsTable implements ProcessTable {
           // Still empty. An environment of its own (env -i and nothing) comes with a command line;
           // a process between two execs (or exiting) shows neither: whose it is, is not known yet.
           if (this.noCommandLine(pid)) unsettled.add(pid);
+          // Not ours to read (a set-uid program): an exec may yet show what it holds.
+          if (!env) unreadable = true;
           return tries <= MAX_REREADS ? 'again' : 'ok';
         }
         for (const name of names) {
@@ -133,6 +155,9 @@ export class ProcfsTable implements ProcessTable {
     // read after it exited): the pids that appeared since the listing are read at once, with those
     // whose environment could not be read yet, until a pass sees nothing vanish. Its generation
     // alive at the last listing is then among what was read.
+    // Before the listing: a birth after this read and before the listing is counted, so can only
+    // make a later read differ (see ProcessTable.births).
+    const births = this.births();
     let batch = this.pids();
     const listed = new Set(batch);
     let vanished = 0;
@@ -158,6 +183,7 @@ export class ProcfsTable implements ProcessTable {
       holders: holders[i] as Set<number>,
       vanished,
       unsettled: unsettled.size,
+      births: unreadable ? null : births,
     }));
   }
 

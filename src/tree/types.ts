@@ -50,6 +50,12 @@ export interface Sweep {
    * table cannot tell).
    */
   unsettled?: number;
+  /**
+   * What the table's `births` read just before this sweep listed the processes; null (or absent)
+   * when it has none, or when the sweep could not read some environment it needed (a set-uid
+   * program's): then it proves nothing about later sweeps.
+   */
+  births?: number | null;
 }
 
 /** Everything procwarden needs to know about processes, one implementation per platform. */
@@ -81,6 +87,13 @@ export interface ProcessTable {
    * where a scan that provably finds nothing is worth not taking.
    */
   groupHasMembers?(pgid: number): boolean;
+  /**
+   * How many tasks (processes and threads) the kernel has created since boot, read now; null when
+   * it cannot be read. It only ever grows, so two equal reads prove that nothing was born in
+   * between, anywhere on the machine: what a scan saw between them is all there is, minus what has
+   * died. Optional: procfs offers it (/proc/stat `processes`).
+   */
+  births?(): number | null;
 }
 
 /** Zombies and dead entries count as gone: on hosts whose PID 1 does not reap, they stay forever. */

@@ -1,0 +1,240 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TreeMembership } from '../src/containment/index.js';
+import { Guard } from '../src/kill/index.js';
+import { Supervisor } from '../src/supervisor/index.js';
+import {
+  type EnvQuery,
+  type ProcessInfo,
+  type ProcessTable,
+  ProcfsTable,
+  type Sweep,
+} from '../src/tree/index.js';
+import type { ContainmentMode } from '../src/types.js';
+import { cgroupSkipReason } from './helpers/cgroups.js';
+import { alive, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+const cgroupSkip = cgroupSkipReason();
+
+// A scan that saw every process it listed proves the tree while /proc/stat's count of births has
+// not moved: the confirmation after a tree died, and the leftover check after a command that forked
+// nothing, then cost per-pid reads instead of a sweep. These tests pin both halves: the sweeps it
+// saves (with a scripted count, since a shared machine forks all the time), and that a real count
+// (or one that never moves) is never fooled by a fork it did not see.
+
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+/** A procfs table whose birth count is `count()`, and which counts its full listings. */
+function scriptedTable(count: () => number | null) {
+  const inner = new ProcfsTable();
+  let sweeps = 0;
+  const table: ProcessTable & { sweeps(): number } = {
+    name: 'procfs',
+    sweeps: () => sweeps,
+    list: () => {
+      sweeps++;
+      return inner.list();
+    },
+    get: (pid) => inner.get(pid),
+    findByEnv: (name, value) => inner.findByEnv(name, value),
+    sweep: async (query: EnvQuery): Promise<Sweep> => {
+      sweeps++;
+      const births = count(); // read before the listing, as procfs does
+      return { ...(await inner.sweep(query)), births };
+    },
+    births: count,
+  };
+  return table;
+}
+
+// On SIGTERM the shell starts a sleeper in its own session through a subshell that exits at once:
+// re-parented away and out of the group before anyone looks again, it is tied to the run by its
+// cookie only, and only a sweep after the fork finds it. It was born after the scan that found
+// the shell: the proof of that scan no longer holds.
+const LATE = `trap '( setsid sleep 30 & echo $! > "$1/late.pid" ); exit 0' TERM; echo ready; while :; do sleep 0.05; done`;
+
+async function cancelLateForker(sup: Supervisor, containment: ContainmentMode) {
+  const dir = leaks.trackDir(makeTmp());
+  let out = '';
+  const handle = sup.spawn({
+    argv: ['sh', '-c', LATE, 'sh', dir],
+    containment,
+    graceMs: 5000,
+    env: { PW_DIR: dir },
+    output: {
+      onData: (text) => {
+        out += text;
+      },
+    },
+  });
+  leaks.track(handle.pid);
+  await waitFor(() => out.includes('ready'), { what: 'the trap script ready' });
+  handle.cancel('test');
+  const result = await handle.result;
+  const late = await waitFor(() => readPids(dir).get('late'), { what: 'the late fork' });
+  return { result, late };
+}
+
+describe('the birth count (/proc/stat processes)', () => {
+  it('is read from <root>/stat, and never believed again once it went back', () => {
+    const root = makeTmp();
+    leaks.trackDir(root);
+    const table = new ProcfsTable(root);
+    expect(table.births()).toBeNull(); // no stat file
+    writeFileSync(
+      join(root, 'stat'),
+      'cpu  1 2 3\nintr 5 0 0\nctxt 9\nbtime 1\nprocesses 1200\nprocs_running 1\n',
+    );
+    expect(table.births()).toBe(1200);
+    writeFileSync(join(root, 'stat'), 'cpu  1 2 3\nprocesses 1250\n');
+    expect(table.births()).toBe(1250);
+    writeFileSync(join(root, 'stat'), 'cpu  1 2 3\nprocesses 1100\n');
+    expect(table.births()).toBeNull();
+    writeFileSync(join(root, 'stat'), 'cpu  1 2 3\nprocesses 1300\n');
+    expect(table.births()).toBeNull();
+    const garbled = new ProcfsTable(root);
+    writeFileSync(join(root, 'stat'), 'cpu  1 2 3\nprocesses many\n');
+    expect(garbled.births()).toBeNull();
+    writeFileSync(join(root, 'stat'), 'cpu  1 2 3\nprocesses 1400\n');
+    expect(garbled.births()).toBe(1400); // unreadable once is not a step back
+    mkdirSync(join(root, 'empty'));
+    expect(new ProcfsTable(join(root, 'empty')).births()).toBeNull();
+  });
+
+  it("this machine's count grows with every spawn, and a sweep reports the count it read first", () => {
+    const table = new ProcfsTable();
+    const before = table.births();
+    expect(before).not.toBeNull();
+    // Ours and younger: processes older than the first holder are not read (pid 1 may be unreadable).
+    const self = table.getSync(process.pid);
+    const sweep = table.sweepManySync([{ name: 'PROCWARDEN_RUN', value: 'none', firstHolder: self }]);
+    expect(sweep[0]?.births).toBeGreaterThanOrEqual(before as number);
+  });
+});
+
+describe('a proof saves sweeps', () => {
+  it('a command that forked nothing: its exit costs no leftover sweep (count moved by its own birth only)', async () => {
+    let reads = 0;
+    const table = scriptedTable(() => (reads++ === 0 ? 100 : 101));
+    const sup = new Supervisor({ table, journal: false });
+    const result = await sup.spawn({ argv: ['/bin/true'], containment: 'process-group' }).result;
+    expect(result.exitCode).toBe(0);
+    expect(result.tree.leftovers).toBe(0);
+    expect(table.sweeps()).toBe(0);
+  });
+
+  it('a tree that died of SIGTERM without forking: one sweep found it, none confirms it gone', async () => {
+    let reads = 0;
+    // The launch read, then a count that moved once (the tree's births) and never again.
+    const table = scriptedTable(() => (reads++ === 0 ? 100 : 110));
+    const sup = new Supervisor({ table, journal: false });
+    const dir = leaks.trackDir(makeTmp());
+    const handle = sup.spawn({
+      argv: ['sh', '-c', 'sleep 30 & echo $! > "$1/a.pid"; sleep 30 & echo $! > "$1/b.pid"; wait', 'sh', dir],
+      containment: 'process-group',
+      graceMs: 5000,
+    });
+    leaks.track(handle.pid);
+    const pids = await waitFor(() => (readPids(dir).size === 2 ? readPids(dir) : undefined), {
+      what: 'both sleepers',
+    });
+    handle.cancel('test');
+    const result = await handle.result;
+    expect(result.tree.escaped).toBe(0);
+    expect(result.tree.report?.members.map((m) => m.pid).sort()).toEqual(
+      [handle.pid as number, ...pids.values()].sort(),
+    );
+    for (const pid of pids.values()) await waitFor(() => !alive(pid), { what: `sleeper ${pid} gone` });
+    expect(table.sweeps()).toBe(1);
+  });
+});
+
+describe('a proof is never believed past a fork it did not see', () => {
+  const modes =
+    cgroupSkip === null
+      ? (['process-group', 'none', 'cgroup'] as const)
+      : (['process-group', 'none'] as const);
+  if (cgroupSkip !== null) it.skip(`cgroup: ${cgroupSkip}`, () => {});
+  for (const containment of modes) {
+    it(`${containment}: a SIGTERM handler's late fork (own session, re-parented) is found and ended`, async () => {
+      const sup = new Supervisor({ journal: false });
+      const { result, late } = await cancelLateForker(sup, containment);
+      expect(result.tree.escaped).toBe(0);
+      expect(result.tree.report?.members.map((m) => m.pid)).toContain(late);
+      await waitFor(() => !alive(late), { what: 'the late fork gone' });
+    });
+  }
+
+  it('a count that never moves proves nothing: the late fork is still found', async () => {
+    const table = scriptedTable(() => 7);
+    const sup = new Supervisor({ table, journal: false });
+    const { result, late } = await cancelLateForker(sup, 'process-group');
+    expect(result.tree.escaped).toBe(0);
+    expect(result.tree.report?.members.map((m) => m.pid)).toContain(late);
+    await waitFor(() => !alive(late), { what: 'the late fork gone' });
+  });
+});
+
+describe('TreeMembership: what drops a proof', () => {
+  const row = (pid: number, ppid: number, startTime = `${pid}00`): ProcessInfo => ({
+    pid,
+    ppid,
+    pgid: 1_000_000,
+    sid: 1_000_000,
+    startTime,
+    state: 'S',
+    command: 'fake',
+  });
+
+  /** A table of made-up rows (pids no process here has), with a settable birth count. */
+  function fakeTable(rows: ProcessInfo[]) {
+    let births = 500;
+    let sweeps = 0;
+    const table: ProcessTable = {
+      name: 'fake',
+      list: async () => rows,
+      get: async (pid) => rows.find((r) => r.pid === pid) ?? null,
+      sweep: async () => {
+        sweeps++;
+        return { processes: [...rows], holders: new Set(), vanished: 0, births };
+      },
+      births: () => births,
+    };
+    return {
+      table,
+      sweeps: () => sweeps,
+      born: () => {
+        births++;
+      },
+    };
+  }
+
+  it('a member learned another way (a cgroup list) brings back the sweep; so does a birth', async () => {
+    const root = row(4_000_001, process.pid);
+    const child = row(4_000_002, root.pid);
+    const stranger = row(4_000_003, 1, '1');
+    const fake = fakeTable([root, child]);
+    const membership = new TreeMembership(fake.table, new Guard(), 'cookie', false);
+    membership.beforeLaunch();
+    fake.born();
+    await membership.attach(root.pid);
+    fake.born(); // the child
+    expect((await membership.scan()).map((m) => m.pid).sort()).toEqual([root.pid, child.pid]);
+    expect(fake.sweeps()).toBe(1);
+    expect((await membership.scan()).length).toBe(2);
+    expect(fake.sweeps()).toBe(1); // proven: nothing born since
+    membership.remember([child]);
+    await membership.scan();
+    expect(fake.sweeps()).toBe(1); // one the proof holds changes nothing
+    membership.remember([stranger]);
+    await membership.scan();
+    expect(fake.sweeps()).toBe(2);
+    await membership.scan();
+    expect(fake.sweeps()).toBe(2);
+    fake.born();
+    await membership.scan();
+    expect(fake.sweeps()).toBe(3);
+  });
+});
