@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { Guard } from '../src/kill/index.js';
 import { Supervisor } from '../src/supervisor/index.js';
 import {
   type EnvQuery,
+  isGone,
   type ProcessInfo,
   type ProcessTable,
   ProcfsTable,
@@ -114,6 +116,28 @@ describe('the birth count (/proc/stat processes)', () => {
   });
 });
 
+describe('what a sweep proves', () => {
+  it('nothing, when an environment it needed could not be read', () => {
+    const root = leaks.trackDir(makeTmp());
+    writeFileSync(join(root, 'stat'), 'cpu  1 2 3\nprocesses 900\n');
+    const proc = (pid: number, withEnviron: boolean) => {
+      mkdirSync(join(root, String(pid)));
+      writeFileSync(
+        join(root, String(pid), 'stat'),
+        `${pid} (sh) S 1 ${pid} ${pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 ${pid}00 0 0`,
+      );
+      writeFileSync(join(root, String(pid), 'cmdline'), 'sh\0');
+      if (withEnviron) writeFileSync(join(root, String(pid), 'environ'), 'A=b\0');
+    };
+    proc(50, true);
+    const table = new ProcfsTable(root);
+    const query = { name: 'PROCWARDEN_RUN', value: 'x' };
+    expect(table.sweepManySync([query])[0]?.births).toBe(900);
+    proc(51, false); // a set-uid program's environment: not ours to read
+    expect(table.sweepManySync([query])[0]?.births).toBeNull();
+  });
+});
+
 describe('a proof saves sweeps', () => {
   it('a command that forked nothing: its exit costs no leftover sweep (count moved by its own birth only)', async () => {
     let reads = 0;
@@ -167,6 +191,52 @@ describe('a proof is never believed past a fork it did not see', () => {
     });
   }
 
+  it('a member that forks and exits while the proven members are re-read: the sweep runs', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const cookie = `births-race-${process.pid}`;
+    const inner = new ProcfsTable();
+    let count = 100; // scripted, so that only the births this test makes move it
+    let armed = false;
+    let rootPid = 0;
+    const table: ProcessTable = {
+      name: 'procfs',
+      list: () => inner.list(),
+      get: async (pid) => {
+        if (armed && pid === rootPid) {
+          armed = false;
+          // Between the proof's first look at the count and this read: it forks, then exits.
+          process.kill(rootPid, 'SIGUSR1');
+          await waitFor(() => readPids(dir).get('late'), { what: 'the late fork' });
+          count++;
+          await waitFor(() => isGone(inner.getSync(rootPid)), { what: 'the root gone' });
+        }
+        return inner.get(pid);
+      },
+      sweep: async (query) => ({ ...(await inner.sweep(query)), births: count }),
+      births: () => count,
+    };
+    const membership = new TreeMembership(table, new Guard(), cookie, true);
+    membership.beforeLaunch();
+    const script = `trap '( setsid sleep 30 & echo $! > "$1/late.pid" ); exit 0' USR1; sleep 30 & echo $$ > "$1/root.pid"; wait`;
+    const child = spawn('sh', ['-c', script, 'sh', dir], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, PROCWARDEN_RUN: cookie, PW_DIR: dir },
+    });
+    rootPid = child.pid ?? 0;
+    leaks.track(rootPid);
+    count++; // the root
+    await membership.attach(rootPid);
+    await waitFor(() => readPids(dir).get('root'), { what: 'the script ready' });
+    expect((await membership.scan()).map((m) => m.pid)).toContain(rootPid);
+    armed = true;
+    const found = await membership.scan();
+    const late = readPids(dir).get('late') as number;
+    expect(found.map((m) => m.pid)).toContain(late);
+    for (const m of found) process.kill(m.pid, 'SIGKILL');
+    await waitFor(() => !alive(late), { what: 'the late fork gone' });
+  });
+
   it('a count that never moves proves nothing: the late fork is still found', async () => {
     const table = scriptedTable(() => 7);
     const sup = new Supervisor({ table, journal: false });
@@ -192,13 +262,16 @@ describe('TreeMembership: what drops a proof', () => {
   function fakeTable(rows: ProcessInfo[]) {
     let births = 500;
     let sweeps = 0;
+    let next: Partial<Sweep> = {};
     const table: ProcessTable = {
       name: 'fake',
       list: async () => rows,
       get: async (pid) => rows.find((r) => r.pid === pid) ?? null,
       sweep: async () => {
         sweeps++;
-        return { processes: [...rows], holders: new Set(), vanished: 0, births };
+        const sweep = { processes: [...rows], holders: new Set<number>(), vanished: 0, births, ...next };
+        next = {};
+        return sweep;
       },
       births: () => births,
     };
@@ -208,8 +281,34 @@ describe('TreeMembership: what drops a proof', () => {
       born: () => {
         births++;
       },
+      /** What the next sweep reports besides its rows. */
+      nextSweep: (sweep: Partial<Sweep>) => {
+        next = sweep;
+      },
     };
   }
+
+  async function proven(fake: ReturnType<typeof fakeTable>, rootPid: number) {
+    const membership = new TreeMembership(fake.table, new Guard(), 'cookie', false);
+    membership.beforeLaunch();
+    fake.born();
+    await membership.attach(rootPid);
+    fake.born();
+    return membership;
+  }
+
+  it('a sweep that saw a process vanish mid-read, or one between two execs, proves nothing', async () => {
+    for (const odd of [{ vanished: 1 }, { unsettled: 1 }]) {
+      const root = row(4_000_011, process.pid);
+      const fake = fakeTable([root]);
+      const membership = await proven(fake, root.pid);
+      fake.nextSweep(odd);
+      await membership.scan();
+      const after = fake.sweeps();
+      await membership.scan();
+      expect(fake.sweeps(), JSON.stringify(odd)).toBeGreaterThan(after);
+    }
+  });
 
   it('a member learned another way (a cgroup list) brings back the sweep; so does a birth', async () => {
     const root = row(4_000_001, process.pid);

@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TreeMembership } from '../src/containment/index.js';
 import { Guard } from '../src/kill/index.js';
-import { type ProcessInfo, type ProcessTable, ProcfsTable, type Sweep } from '../src/tree/index.js';
+import {
+  type EnvQuery,
+  type ProcessInfo,
+  type ProcessTable,
+  ProcfsTable,
+  type Sweep,
+} from '../src/tree/index.js';
 import { alive, LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
@@ -120,6 +126,36 @@ describe('procfs sweep', () => {
     expect([...(a?.holders ?? [])]).toEqual([31]);
     expect([...(b?.holders ?? [])].sort()).toEqual([32, 33]);
     expect(a?.processes).toBe(b?.processes);
+  });
+
+  it("reads no environment in the session the caller claims, while its founder's pid is free or still its own", () => {
+    // 40 founded session 40; 41 is in it; 42 left it (setsid) and holds the cookie.
+    const procs = [
+      { pid: 40, start: 100, env: 'PROCWARDEN_RUN=s\0' },
+      { pid: 41, start: 200, env: 'PROCWARDEN_RUN=s\0', ppid: 40, pgid: 40, sid: 40 },
+      { pid: 42, start: 300, env: 'PROCWARDEN_RUN=s\0', ppid: 41 },
+    ];
+    const holders = (root: string, query: Partial<EnvQuery>) => {
+      const table = new ProcfsTable(root);
+      const sweep = table.sweepManySync([{ name: 'PROCWARDEN_RUN', value: 's', ...query }])[0] as Sweep;
+      expect(sweep.processes.map((p) => p.pid).sort()).toEqual(
+        procs.map((p) => p.pid).filter((pid) => table.getSync(pid) !== null),
+      );
+      return [...sweep.holders].sort();
+    };
+    const root = fakeProc(procs);
+    const session = { sid: 40, startTime: '100' };
+    expect(holders(root, {})).toEqual([40, 41, 42]);
+    expect(holders(root, { session })).toEqual([42]);
+    // Recycled: pid 40 is another process now, its session someone else's: read as usual.
+    expect(holders(root, { session: { sid: 40, startTime: '999' } })).toEqual([40, 41, 42]);
+    // A freeze stops holders on sight: it reads them all.
+    const seen: number[] = [];
+    expect(holders(root, { session, onHolder: (p) => seen.push(p.pid) })).toEqual([40, 41, 42]);
+    expect(seen.sort()).toEqual([40, 41, 42]);
+    // The founder gone, its number still the session's (41 is in it): nothing to read there.
+    rmSync(join(root, '40'), { recursive: true });
+    expect(holders(root, { session })).toEqual([42]);
   });
 
   it('does not read the environment of processes older than the first holder', () => {

@@ -39,9 +39,12 @@ export class TreeMembership {
    * What a look proved the tree to be: while the table's birth count still reads `births`, no
    * process has been born since, and nothing but a birth makes a process a member (a group or
    * session is only entered by a process already in that session, a parent link only ever moves
-   * to init or to a subreaper among the process's own ancestors, and the run's cookie is
-   * inherited): the tree is at most `members`, those still alive. Set by a scan that read every
-   * process it listed, and by the launch; dropped when members are learned some other way.
+   * to init or to a subreaper among the process's own ancestors): the tree is at most `members`,
+   * those still alive. One exception, on purpose: a process can write the run's cookie into its
+   * own environment (an execve with a chosen one, PR_SET_MM) without a birth. A sweep would then
+   * count it; the proof does not, so the proof can only ever signal fewer processes, never one
+   * that is not the run's. Set by a scan that read every process it listed, and by the launch;
+   * dropped when members are learned some other way.
    */
   private proof: { births: number; members: ProcessInfo[] } | null = null;
   /** The birth count read just before the command was spawned. */
@@ -138,15 +141,18 @@ export class TreeMembership {
    */
   private async proven(): Promise<ProcessInfo[] | null> {
     const proof = this.proof;
-    const now = this.table.births?.() ?? null;
-    if (!proof || now === null || now !== proof.births) return null;
+    if (!proof) return null;
+    const unmoved = () => this.table.births?.() === proof.births;
+    if (!unmoved()) return null;
     const alive: ProcessInfo[] = [];
     for (const m of proof.members) {
       const now = await this.table.get(m.pid);
       if (now && !isGone(now) && now.startTime === m.startTime && !this.guard.forbidsPid(now.pid))
         alive.push(now);
     }
-    return alive;
+    // A member alive at the first read may have forked, then exited before its own: only a count
+    // that still has not moved after the reads says nothing was born while they were made.
+    return unmoved() ? alive : null;
   }
 
   private async scanOnce(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
@@ -250,11 +256,19 @@ export class TreeMembership {
         firstHolder: this.root,
         olderThan: this.oldest(),
         onHolder,
+        session: this.rootSession(),
       });
     // No birth count: a plain listing does not say whether it read everything it listed.
     const processes = await table.list();
     const holders = new Set(cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie) : []);
     return { processes, holders, vanished: 0 };
+  }
+
+  /** The session the root founded, which sessionMembers claims whole (see there). */
+  private rootSession(): { sid: number; startTime: string } | undefined {
+    const root = this.root;
+    if (!root || root.sid !== root.pid || this.guard.forbidsSession(root.sid)) return undefined;
+    return { sid: root.sid, startTime: root.startTime };
   }
 
   /**

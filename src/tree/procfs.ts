@@ -51,7 +51,8 @@ export class ProcfsTable implements ProcessTable {
    * ProcessTable.births). Never believed again once it has gone back.
    */
   births(): number | null {
-    const text = this.readSmall(`${this.root}/stat`);
+    // Kilobytes on a host with many CPUs and interrupts: the large buffer, so the kernel makes it once.
+    const text = this.readSmall(`${this.root}/stat`, this.envBuf);
     const at = text?.indexOf('\nprocesses ') ?? -1;
     const count = text == null || at < 0 ? Number.NaN : Number.parseInt(text.slice(at + 11), 10);
     const seen = this.birthsSeen;
@@ -98,6 +99,7 @@ export class ProcfsTable implements ProcessTable {
     const names = [...new Set(queries.map((q) => q.name))];
     const processes: ProcessInfo[] = [];
     const holders = queries.map(() => new Set<number>());
+    const ownSessions = queries.map((q) => this.ownSession(q));
     const retried = new Map<number, number>();
     const unsettled = new Set<number>();
     let unreadable = false;
@@ -123,6 +125,10 @@ export class ProcfsTable implements ProcessTable {
         if (info.state === 'Z' || info.state === 'X') {
           processes.push(info);
           return 'gone';
+        }
+        if (queries.every((_, i) => start < (floors[i] as number) || ownSessions[i] === info.sid)) {
+          processes.push(info);
+          return 'ok';
         }
         const env = this.environ(pid);
         if (!env || env.length === 0) {
@@ -185,6 +191,19 @@ export class ProcfsTable implements ProcessTable {
       unsettled: unsettled.size,
       births: unreadable ? null : births,
     }));
+  }
+
+  /**
+   * The query's `session`, when its founder still holds the number (same start time) or the
+   * number is no process's pid: then the session is the caller's, its members are the caller's by
+   * it, and their environments need not be read. Never for a sweep that stops holders on sight,
+   * which must read them as it goes.
+   */
+  private ownSession(query: EnvQuery): number | undefined {
+    const session = query.session;
+    if (!session || query.onHolder) return undefined;
+    const founder = this.getSync(session.sid);
+    return founder === null || founder.startTime === session.startTime ? session.sid : undefined;
   }
 
   /** This process and its ancestors, read fresh where the sweep left them out as old. */
@@ -266,7 +285,7 @@ export class ProcfsTable implements ProcessTable {
    * A stat line in one read: procfs builds the whole record on the first read and returns all of
    * it when the buffer is larger, so a short read is the end (no second read to see end-of-file).
    */
-  private readSmall(path: string): string | null {
+  private readSmall(path: string, buf = this.buf): string | null {
     let fd: number;
     try {
       fd = openSync(path, 'r');
@@ -274,9 +293,9 @@ export class ProcfsTable implements ProcessTable {
       return null;
     }
     try {
-      const n = readSync(fd, this.buf, 0, this.buf.length, null);
-      if (n === this.buf.length) return readFileSync(path, 'utf8'); // unusually long: read whole
-      return this.buf.toString('utf8', 0, n);
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === buf.length) return readFileSync(path, 'utf8'); // unusually long: read whole
+      return buf.toString('utf8', 0, n);
     } catch {
       return null; // ESRCH: the process exited between open and read
     } finally {

@@ -32,6 +32,13 @@ export interface EnvQuery {
    * by the time a whole sweep is over, so a stop sent after the sweep reaches only its corpse.
    */
   onHolder?: (holder: ProcessInfo) => void;
+  /**
+   * A session the caller claims whole, with its founder's start time: every process in it is a
+   * member by its session, so a table may skip reading their environments (none of them is
+   * reported as a holder). It does so only while the founder's pid is free or still the
+   * founder's: a recycled number is someone else's session, where the value may well be held.
+   */
+  session?: { sid: number; startTime: string };
 }
 
 export interface Sweep {
