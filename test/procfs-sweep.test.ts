@@ -128,7 +128,7 @@ describe('procfs sweep', () => {
     expect(a?.processes).toBe(b?.processes);
   });
 
-  it("reads no environment in the session the caller claims, while its founder's pid is free or still its own", () => {
+  it('reads no environment in the session the caller claims, while its founder still leads it', () => {
     // 40 founded session 40; 41 is in it; 42 left it (setsid) and holds the cookie.
     const procs = [
       { pid: 40, start: 100, env: 'PROCWARDEN_RUN=s\0' },
@@ -153,9 +153,33 @@ describe('procfs sweep', () => {
     const seen: number[] = [];
     expect(holders(root, { session, onHolder: (p) => seen.push(p.pid) })).toEqual([40, 41, 42]);
     expect(seen.sort()).toEqual([40, 41, 42]);
-    // The founder gone, its number still the session's (41 is in it): nothing to read there.
+    // The founder gone: its number proves nothing any more (a stranger's setsid may hold it).
     rmSync(join(root, '40'), { recursive: true });
-    expect(holders(root, { session })).toEqual([42]);
+    expect(holders(root, { session })).toEqual([41, 42]);
+  });
+
+  it('reads everything when the founder does not lead the session, or is recycled while the sweep reads', () => {
+    const root = fakeProc([
+      { pid: 40, start: 100, env: 'PROCWARDEN_RUN=s\0', sid: 7 }, // read before its setsid
+      { pid: 41, start: 200, env: 'PROCWARDEN_RUN=s\0', ppid: 40, pgid: 40, sid: 40 },
+    ]);
+    const query = { name: 'PROCWARDEN_RUN', value: 's', session: { sid: 40, startTime: '100' } };
+    expect([...(new ProcfsTable(root).sweepManySync([query])[0]?.holders ?? [])].sort()).toEqual([40, 41]);
+
+    const leads = fakeProc([
+      { pid: 40, start: 100, env: 'PROCWARDEN_RUN=s\0' },
+      { pid: 41, start: 200, env: 'PROCWARDEN_RUN=s\0', ppid: 40, pgid: 40, sid: 40 },
+    ]);
+    // Pid 40 is someone else from its second read on: after the check at the start, before the end.
+    class Recycled extends ProcfsTable {
+      private reads = 0;
+      override getSync(pid: number): ProcessInfo | null {
+        const info = super.getSync(pid);
+        return pid === 40 && info && ++this.reads > 1 ? { ...info, startTime: '999' } : info;
+      }
+    }
+    const sweep = new Recycled(leads).sweepManySync([query])[0] as Sweep;
+    expect([...sweep.holders]).toContain(41);
   });
 
   it('does not read the environment of processes older than the first holder', () => {

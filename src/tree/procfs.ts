@@ -183,6 +183,11 @@ export class ProcfsTable implements ProcessTable {
       if (born.length === 0 && again.length === 0) vanished = 0;
       batch = [...again, ...born];
     }
+    // The founder reaped and its number handed on while this sweep read: what it left unread may
+    // not be the caller's after all. It takes a wrap of the pid numbers within one sweep; read again.
+    if (ownSessions.some((sid, i) => sid !== undefined && this.ownSession(queries[i] as EnvQuery) !== sid)) {
+      return this.sweepManySync(queries.map((q) => ({ ...q, session: undefined })));
+    }
     if (leftOut) this.addOwnAncestry(processes);
     return queries.map((_, i) => ({
       processes,
@@ -194,16 +199,18 @@ export class ProcfsTable implements ProcessTable {
   }
 
   /**
-   * The query's `session`, when its founder still holds the number (same start time) or the
-   * number is no process's pid: then the session is the caller's, its members are the caller's by
-   * it, and their environments need not be read. Never for a sweep that stops holders on sight,
-   * which must read them as it goes.
+   * The query's `session`, while its founder holds the number (alive or a zombie: same start time,
+   * still leading it): no one else's session can have it then, so everyone in it is the caller's.
+   * A founder gone is no such proof (a session that empties gives its number back, and a
+   * stranger's setsid can take it), so then everything is read. Never for a sweep that stops
+   * holders on sight, which must read them as it goes.
    */
   private ownSession(query: EnvQuery): number | undefined {
     const session = query.session;
     if (!session || query.onHolder) return undefined;
     const founder = this.getSync(session.sid);
-    return founder === null || founder.startTime === session.startTime ? session.sid : undefined;
+    const holds = founder !== null && founder.startTime === session.startTime && founder.sid === session.sid;
+    return holds ? session.sid : undefined;
   }
 
   /** This process and its ancestors, read fresh where the sweep left them out as old. */

@@ -35,8 +35,8 @@ export interface EnvQuery {
   /**
    * A session the caller claims whole, with its founder's start time: every process in it is a
    * member by its session, so a table may skip reading their environments (none of them is
-   * reported as a holder). It does so only while the founder's pid is free or still the
-   * founder's: a recycled number is someone else's session, where the value may well be held.
+   * reported as a holder). It does so only while the founder, same start time, still leads it:
+   * a founder gone no longer keeps its number from being someone else's session.
    */
   session?: { sid: number; startTime: string };
 }
