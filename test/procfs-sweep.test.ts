@@ -158,6 +158,30 @@ describe('procfs sweep', () => {
     expect(holders(root, { session })).toEqual([41, 42]);
   });
 
+  it("one run's session is still read for another in a shared pass: a daemon may pass its client's environment on", () => {
+    // Run a's root (40) is a build daemon; run b's client (50) had it start 41 with b's
+    // environment. 41 sits in a's session and is b's by its cookie only.
+    const me = process.pid;
+    const root = fakeProc([
+      { pid: 40, start: 100, env: 'PROCWARDEN_RUN=a\0', ppid: me },
+      { pid: 41, start: 200, env: 'PROCWARDEN_RUN=b\0', ppid: 40, pgid: 40, sid: 40 },
+      { pid: 50, start: 150, env: 'PROCWARDEN_RUN=b\0', ppid: me },
+    ]);
+    const table = new ProcfsTable(root);
+    const query = (value: string, first: ProcessInfo) => ({
+      name: 'PROCWARDEN_RUN',
+      value,
+      firstHolder: first,
+      session: { sid: first.pid, startTime: first.startTime },
+    });
+    const a = query('a', table.getSync(40) as ProcessInfo);
+    const b = query('b', table.getSync(50) as ProcessInfo);
+    const alone = table.sweepManySync([b])[0] as Sweep;
+    const [, shared] = table.sweepManySync([a, b]);
+    expect([...alone.holders]).toContain(41);
+    expect([...(shared?.holders ?? [])]).toContain(41);
+  });
+
   it('reads everything when the founder does not lead the session, or is recycled while the sweep reads', () => {
     const root = fakeProc([
       { pid: 40, start: 100, env: 'PROCWARDEN_RUN=s\0', sid: 7 }, // read before its setsid
