@@ -75,9 +75,10 @@ export class TreeMembership {
 
   /** Members found by other means (a cgroup's list): their descendants belong to the tree too. */
   remember(members: Iterable<ProcessInfo>): void {
+    const proven = this.proof && new Set(this.proof.members.map(key));
     for (const m of members) {
       // One the proof does not hold (a process moved into the run's cgroup) brings its descendants.
-      if (this.proof && !this.proof.members.some((p) => key(p) === key(m))) this.proof = null;
+      if (proven && !proven.has(key(m))) this.proof = null;
       this.known.set(key(m), m);
     }
   }

@@ -100,6 +100,8 @@ export class ProcfsTable implements ProcessTable {
     const processes: ProcessInfo[] = [];
     const holders = queries.map(() => new Set<number>());
     const ownSessions = queries.map((q) => this.ownSession(q));
+    /** Sessions whose members this sweep left unread. */
+    const skipped = new Set<number>();
     const retried = new Map<number, number>();
     const unsettled = new Set<number>();
     let unreadable = false;
@@ -127,6 +129,7 @@ export class ProcfsTable implements ProcessTable {
           return 'gone';
         }
         if (queries.every((_, i) => start < (floors[i] as number) || ownSessions[i] === info.sid)) {
+          skipped.add(info.sid);
           processes.push(info);
           return 'ok';
         }
@@ -185,7 +188,9 @@ export class ProcfsTable implements ProcessTable {
     }
     // The founder reaped and its number handed on while this sweep read: what it left unread may
     // not be the caller's after all. It takes a wrap of the pid numbers within one sweep; read again.
-    if (ownSessions.some((sid, i) => sid !== undefined && this.ownSession(queries[i] as EnvQuery) !== sid)) {
+    const changed = (sid: number | undefined, i: number) =>
+      sid !== undefined && skipped.has(sid) && this.ownSession(queries[i] as EnvQuery) !== sid;
+    if (ownSessions.some(changed)) {
       return this.sweepManySync(queries.map((q) => ({ ...q, session: undefined })));
     }
     if (leftOut) this.addOwnAncestry(processes);
