@@ -51,7 +51,7 @@ export default {
   async run({ quick }) {
     // Start-up is short and noisy: at least the 10 samples the goals are stated for.
     const reps = quick ? 10 : 20;
-    // One unmeasured start each: fills the OS page cache and, on Node 22.8+, the compile cache.
+    // One unmeasured start each: fills the OS page cache and the CLI's code cache.
     for (const c of CONTENDERS) if (c.argv) await wall(c.argv);
     const rows = withRatios(
       await alternate(CONTENDERS, reps, (c) => {
@@ -72,7 +72,7 @@ export default {
       cases: [{ name: `node ${process.version}`, rows }],
       goals,
       notes: [
-        'ratios against node -e 0, medians, contenders alternated; the compile cache (Node 22.8+) warmed by one unmeasured start',
+        'ratios against node -e 0, medians, contenders alternated; the CLI’s code cache warmed by one unmeasured start',
         ...(extraCerts === undefined
           ? []
           : [

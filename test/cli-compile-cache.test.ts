@@ -1,24 +1,25 @@
 import {
   chmodSync,
   chownSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
-  realpathSync,
+  readFileSync,
   rmSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
-import module from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli } from './helpers/cli.js';
+import { CLI, runCli } from './helpers/cli.js';
 
-// The CLI's compile cache (issue 18): Node's default directory, os.tmpdir()/node-compile-cache, can
-// be made by anyone first, and its entries are bytecode Node runs; the CLI keeps its own, private.
-const hasCache = typeof (module as { enableCompileCache?: unknown }).enableCompileCache === 'function';
+// The CLI keeps V8's compiled code of its chunks (issue 18), on every Node: Node's default
+// directory, os.tmpdir()/node-compile-cache, can be made by anyone first, and its entries are
+// bytecode V8 runs; the CLI keeps its own, private one.
 const isRoot = process.getuid?.() === 0;
 
 const made: string[] = [];
@@ -26,17 +27,17 @@ afterEach(() => {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function scratch(): { xdg: string; tmp: string } {
+function scratch(): { root: string; xdg: string; tmp: string } {
   const root = mkdtempSync(join(tmpdir(), 'pw-ccache-'));
   made.push(root);
   const xdg = join(root, 'xdg');
   const tmp = join(root, 'tmp');
   mkdirSync(xdg, { mode: 0o700 });
   mkdirSync(tmp, { mode: 0o700 });
-  return { xdg, tmp };
+  return { root, xdg, tmp };
 }
 
-/** Cache entries Node wrote below `dir` (files in its per-version subdirectories). */
+/** Files below `dir`, recursively. */
 function entries(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { recursive: true, withFileTypes: true })
@@ -44,95 +45,150 @@ function entries(dir: string): string[] {
     .map((e) => join(e.parentPath, e.name));
 }
 
-// `run --help` loads the run command's chunk after the cache is on, so a cache gets an entry.
-const loadSomething = (env: Record<string, string>) =>
-  runCli(['run', '--help'], {
-    env: { NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined, ...env },
-  });
+const cacheOf = (xdg: string) => join(xdg, 'procwarden', 'compile-cache');
+const clean = { NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined };
+
+// `timeout` with no operand loads the timeout command's chunk (and the library under it), fails at
+// once with a usage error, and starts nothing.
+const loadSomething = (env: Record<string, string | undefined>, script?: string) =>
+  runCli(['timeout'], { env: { ...clean, ...env }, script });
 
 describe('the CLI compile cache', () => {
-  it.runIf(hasCache)(
-    'lives in $XDG_CACHE_HOME/procwarden/compile-cache, mode 0700, and never in the shared tmpdir',
-    async () => {
-      const { xdg, tmp } = scratch();
-      const r = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp });
-      expect(r.status).toBe(0);
-      const dir = join(xdg, 'procwarden', 'compile-cache');
-      expect(entries(dir).length).toBeGreaterThan(0);
-      expect(statSync(dir).mode & 0o777).toBe(0o700);
-      expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
-    },
-  );
+  it('lives in $XDG_CACHE_HOME/procwarden/compile-cache, private, and never in the shared tmpdir', async () => {
+    const { xdg, tmp } = scratch();
+    const r = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp });
+    expect(r.status).toBe(125);
+    expect(r.stderr).toBe(
+      "procwarden timeout: missing operand\nTry 'procwarden timeout --help' for more information.\n",
+    );
+    const files = entries(cacheOf(xdg));
+    // The command's chunk and the library's, at least.
+    expect(files.length).toBeGreaterThanOrEqual(2);
+    expect(files.some((f) => /\.timeout-[^/]*\.cjs\.\d+-\d+-\d+$/.test(f))).toBe(true);
+    expect(files.some((f) => /\.procwarden-[^/]*\.cjs\.\d+-\d+-\d+$/.test(f))).toBe(true);
+    for (const f of files) {
+      expect(statSync(f).mode & 0o777).toBe(0o600);
+      expect(statSync(dirname(f)).mode & 0o777).toBe(0o700);
+    }
+    expect(statSync(cacheOf(xdg)).mode & 0o777).toBe(0o700);
+    expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
+  });
 
-  it.runIf(hasCache)(
-    'is not used below a directory others may write, nor in the shared tmpdir instead',
-    async () => {
-      const { xdg, tmp } = scratch();
-      chmodSync(xdg, 0o777);
-      const r = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp });
-      expect(r.status).toBe(0);
-      expect(entries(join(xdg, 'procwarden'))).toEqual([]);
-      expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
-    },
-  );
+  it('a second start uses the entries as they are; a corrupt one is replaced and costs nothing else', async () => {
+    const { xdg, tmp } = scratch();
+    const env = { XDG_CACHE_HOME: xdg, TMPDIR: tmp };
+    expect((await loadSomething(env)).status).toBe(125);
+    const first = entries(cacheOf(xdg)).sort();
+    const stamp = (f: string) => `${statSync(f).ino}:${statSync(f).mtimeMs}`;
+    const before = first.map(stamp);
+    expect((await loadSomething(env)).status).toBe(125);
+    expect(entries(cacheOf(xdg)).sort()).toEqual(first);
+    // Not rewritten: an entry V8 accepted is read, never written again.
+    expect(first.map(stamp)).toEqual(before);
 
-  it.runIf(hasCache && isRoot)(
+    const library = first.find((f) => /\.procwarden-/.test(f)) as string;
+    writeFileSync(library, Buffer.alloc(4096, 0x5a), { mode: 0o600 });
+    const r = await loadSomething(env);
+    expect(r.status).toBe(125);
+    expect(r.stderr).toContain('missing operand');
+    // V8 rejected the garbage: the entry was written again, from the code this start compiled.
+    expect(readFileSync(library).equals(Buffer.alloc(4096, 0x5a))).toBe(false);
+    expect(statSync(library).size).toBeGreaterThan(4096);
+  });
+
+  it('a chunk edited in place runs as edited, not as cached, and the stale entry is removed', async () => {
+    const { root, xdg, tmp } = scratch();
+    // A copy of the built package: the CLI and its chunks, which this test may edit.
+    const pkg = join(root, 'pkg');
+    cpSync(join(dirname(CLI), '..'), join(pkg, 'dist'), { recursive: true });
+    cpSync(join(dirname(CLI), '..', '..', 'package.json'), join(pkg, 'package.json'));
+    const script = join(pkg, 'dist', 'cli', 'main.js');
+    const env = { XDG_CACHE_HOME: xdg, TMPDIR: tmp };
+    expect((await loadSomething(env, script)).stderr).toContain('missing operand');
+    const cached = entries(cacheOf(xdg)).filter((f) => /\.timeout-/.test(f));
+    expect(cached).toHaveLength(1);
+
+    // The same length, so V8's own check (the source's length) cannot tell.
+    const chunks = join(pkg, 'dist', 'cjs');
+    const chunk = join(chunks, readdirSync(chunks).find((f) => /^timeout-.*\.cjs$/.test(f)) as string);
+    const source = readFileSync(chunk, 'utf8');
+    expect(source).toContain('"missing operand"');
+    writeFileSync(chunk, source.replace('"missing operand"', '"missing OPERAND"'));
+    expect(statSync(chunk).size).toBe(Buffer.byteLength(source));
+
+    const r = await loadSomething(env, script);
+    expect(r.stderr).toContain('procwarden timeout: missing OPERAND');
+    const now = entries(cacheOf(xdg)).filter((f) => /\.timeout-/.test(f));
+    expect(now).toHaveLength(1);
+    expect(now).not.toEqual(cached);
+  });
+
+  it('is not used below a directory others may write, nor in the shared tmpdir instead', async () => {
+    const { xdg, tmp } = scratch();
+    chmodSync(xdg, 0o777);
+    const r = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp });
+    expect(r.status).toBe(125);
+    expect(entries(join(xdg, 'procwarden'))).toEqual([]);
+    expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
+  });
+
+  it.runIf(isRoot)(
     'is not used below a directory another user owns (needs root to chown; skipped otherwise)',
     async () => {
       const { xdg, tmp } = scratch();
       chownSync(xdg, 65534, 65534);
       const r = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp });
-      expect(r.status).toBe(0);
+      expect(r.status).toBe(125);
       expect(entries(join(xdg, 'procwarden'))).toEqual([]);
       expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
     },
   );
 
-  it.runIf(hasCache)(
-    'through a symlink, Node is given the real path, which a swap of the link cannot redirect',
-    async () => {
-      const { xdg, tmp } = scratch();
-      const link = join(tmp, 'cache-link');
-      symlinkSync(xdg, link);
-      const r = await loadSomething({
-        XDG_CACHE_HOME: link,
-        TMPDIR: tmp,
-        NODE_DEBUG_NATIVE: 'COMPILE_CACHE',
-      });
-      expect(r.status).toBe(0);
-      expect(entries(join(xdg, 'procwarden', 'compile-cache')).length).toBeGreaterThan(0);
-      // Node names every file it reads or writes: all below the real directory, none by the link.
-      expect(r.stderr).toContain(join(realpathSync(xdg), 'procwarden', 'compile-cache'));
-      expect(r.stderr).not.toContain(link);
-    },
-  );
-
-  it.runIf(hasCache)(
-    'an empty HOME (and no XDG_CACHE_HOME) puts nothing in the current directory',
-    async () => {
-      const { xdg, tmp } = scratch();
-      const r = await runCli(['run', '--help'], {
-        cwd: xdg,
-        env: { HOME: '', XDG_CACHE_HOME: undefined, TMPDIR: tmp, NODE_COMPILE_CACHE: undefined },
-      });
-      expect(r.status).toBe(0);
-      expect(readdirSync(xdg)).toEqual([]);
-      expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
-    },
-  );
-
-  it.runIf(hasCache)('NODE_DISABLE_COMPILE_CACHE turns it off', async () => {
+  it('through a symlink, the entries are in the real directory', async () => {
     const { xdg, tmp } = scratch();
-    const r = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp, NODE_DISABLE_COMPILE_CACHE: '1' });
-    expect(r.status).toBe(0);
+    const link = join(tmp, 'cache-link');
+    symlinkSync(xdg, link);
+    const r = await loadSomething({ XDG_CACHE_HOME: link, TMPDIR: tmp });
+    expect(r.status).toBe(125);
+    expect(entries(cacheOf(xdg)).length).toBeGreaterThan(0);
+  });
+
+  it('an empty HOME (and no XDG_CACHE_HOME) puts nothing in the current directory', async () => {
+    const { xdg, tmp } = scratch();
+    const r = await runCli(['timeout'], {
+      cwd: xdg,
+      env: { ...clean, HOME: '', XDG_CACHE_HOME: undefined, TMPDIR: tmp },
+    });
+    expect(r.status).toBe(125);
+    expect(readdirSync(xdg)).toEqual([]);
+    expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
+  });
+
+  it('off with NODE_DISABLE_COMPILE_CACHE, with NODE_COMPILE_CACHE (Node’s own cache instead) and with source maps on', async () => {
+    const { xdg, tmp } = scratch();
+    const off = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp, NODE_DISABLE_COMPILE_CACHE: '1' });
+    expect(off.status).toBe(125);
+    expect(existsSync(join(xdg, 'procwarden'))).toBe(false);
+    const nodes = join(tmp, 'nodes-own');
+    const own = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp, NODE_COMPILE_CACHE: nodes });
+    expect(own.status).toBe(125);
+    expect(existsSync(join(xdg, 'procwarden'))).toBe(false);
+    // Node maps stack traces only of what its own loader compiled.
+    const mapped = await loadSomething({
+      XDG_CACHE_HOME: xdg,
+      TMPDIR: tmp,
+      NODE_OPTIONS: '--enable-source-maps',
+    });
+    expect(mapped.status).toBe(125);
     expect(existsSync(join(xdg, 'procwarden'))).toBe(false);
   });
 
-  it.runIf(!hasCache)('on a Node without a compile cache (20), nothing is made', async () => {
+  it('--version and --help make no cache: they load no command', async () => {
     const { xdg, tmp } = scratch();
-    const r = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp });
-    expect(r.status).toBe(0);
+    for (const args of [['--version'], ['--help']]) {
+      const r = await runCli(args, { env: { ...clean, XDG_CACHE_HOME: xdg, TMPDIR: tmp } });
+      expect(r.status).toBe(0);
+    }
     expect(existsSync(join(xdg, 'procwarden'))).toBe(false);
-    expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
   });
 });

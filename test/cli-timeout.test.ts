@@ -171,6 +171,35 @@ describe('procwarden timeout: as timeout(1) documents it', () => {
     for (const f of flags) expect(f & 0o4000).toBe(0); // O_NONBLOCK
   });
 
+  // timeout writes its -v lines with write(2) (no stream, which would make the pipe non-blocking).
+  // The script runs in bash with $0 node, $1 the CLI, $2 record-signals.sh, $3 `dir`; its stdout.
+  const recordedUnderBash = (script: string, dir: string) =>
+    spawnSync('bash', ['-c', script, process.execPath, CLI, fixture('record-signals.sh'), dir], {
+      encoding: 'utf8',
+    }).stdout.trim();
+
+  it('-v into a closed stderr: the lines are lost, the status and the signals are as without -v', () => {
+    const dir = leaks.trackDir(makeTmp());
+    expect(recordedUnderBash('"$0" "$1" timeout -v 0.5 "$2" "$3" >/dev/null 2>&-; echo $?', dir)).toBe('124');
+    expect(recorded(dir)).toEqual({ parent: ['TERM'], child: ['TERM'] });
+  });
+
+  it('-v into a stderr whose reader has gone: its SIGPIPE is not a request to stop (no early SIGKILL)', () => {
+    const dir = leaks.trackDir(makeTmp());
+    const t0 = Date.now();
+    // The tree's own stderr is not the broken pipe: a bash that reports its killed sleep there would
+    // get a SIGPIPE of its own. `stay`: only SIGKILL, after -k, ends the tree.
+    const status = recordedUnderBash(
+      `"$0" "$1" timeout -v -k 2 0.5 sh -c 'exec "$0" "$@" 2>/dev/null' "$2" "$3" stay 2>&1 >/dev/null | true; echo \${PIPESTATUS[0]}`,
+      dir,
+    );
+    // SIGKILL after -k, as timeout(1) reports it: 128 + 9.
+    expect(status).toBe('137');
+    expect(recorded(dir)).toEqual({ parent: ['TERM'], child: ['TERM'] });
+    // Read as a second signal, our own SIGPIPE (from the -v line) would have meant SIGKILL at once.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2400);
+  });
+
   it.skipIf(!existsSync('/usr/bin/script'))('the command sees the caller’s TTY', () => {
     const r = spawnSync(
       '/usr/bin/script',

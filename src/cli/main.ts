@@ -1,15 +1,10 @@
 #!/usr/bin/env node
 import { basename } from 'node:path';
 import { UsageError } from './args.js';
-import { enablePrivateCompileCache } from './compile-cache.js';
 import { EXIT_FAILED, EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { MAIN_HELP } from './help.js';
 import { packageVersion } from './version.js';
 import { writeNow } from './write-now.js';
-
-// Node 22.8+ keeps compiled code on disk between runs; the commands below load after this line,
-// so they profit. Node 20 has no such cache: the call is skipped.
-enablePrivateCompileCache();
 
 type CommandFn = (args: string[], prog: string) => Promise<number>;
 
@@ -72,7 +67,11 @@ function topLevel(args: string[]): number {
 async function main(): Promise<number> {
   const { prog, command, args } = resolve(process.argv.slice(2));
   try {
-    return command ? await (await command.load())(args, prog) : topLevel(args);
+    if (!command) return topLevel(args);
+    // Before the command's code loads, so that its compiled code is kept between runs (a chunk of
+    // its own: `--version` needs none of it).
+    (await import('./code-cache.js')).cacheOwnCode();
+    return await (await command.load())(args, prog);
   } catch (error) {
     if (error instanceof UsageError) {
       process.stderr.write(`${prog}: ${error.message}\n`);

@@ -1,4 +1,5 @@
 import { stopListening, TERMINATING_SIGNALS } from '../supervisor/index.js';
+import { ownPipeBroke } from './write-now.js';
 
 /**
  * The signals that ask procwarden itself to stop: every catchable one whose default would kill us
@@ -29,22 +30,15 @@ export const TERMINAL_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGQUIT',
  */
 export function onStopSignals(onSignal: (signal: NodeJS.Signals, count: number) => void): () => void {
   let count = 0;
-  // Our own write into a closed stdout or stderr raises SIGPIPE too (after the EPIPE error event):
-  // that one is not a request to stop. Whoever owns that stream decides what its EPIPE means.
-  let ownPipeBroke = false;
-  const onWriteError = (error: NodeJS.ErrnoException) => {
-    if (error.code === 'EPIPE') ownPipeBroke = true;
-  };
   const handler = (signal: NodeJS.Signals) => {
-    if (signal === 'SIGPIPE' && ownPipeBroke) return;
+    // Our own write into a closed stdout or stderr raises SIGPIPE too, after its EPIPE (which
+    // every writer notes: noteWriteError): that one is not a request to stop. Whoever owns that
+    // output decides what its EPIPE means.
+    if (signal === 'SIGPIPE' && ownPipeBroke()) return;
     onSignal(signal, ++count);
   };
-  process.stdout.on('error', onWriteError);
-  process.stderr.on('error', onWriteError);
   for (const s of STOP_SIGNALS) process.on(s, handler);
   return () => {
     for (const s of STOP_SIGNALS) stopListening(s, handler);
-    process.stdout.off('error', onWriteError);
-    process.stderr.off('error', onWriteError);
   };
 }

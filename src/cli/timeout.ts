@@ -10,7 +10,7 @@ import { timeoutStatus } from './exit-status.js';
 import { TIMEOUT_HELP, timeoutVersion } from './help.js';
 import { onStopSignals } from './signals.js';
 import { packageVersion } from './version.js';
-import { writeNow } from './write-now.js';
+import { sayNow, writeNow } from './write-now.js';
 
 const OPTIONS = {
   signal: { type: 'string', short: 's' },
@@ -75,18 +75,15 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const timeoutSignal = signal(values.signal ?? 'TERM');
   const killAfterMs = values['kill-after'] === undefined ? 0 : duration(values['kill-after']);
   const foreground = values.foreground === true;
-  // A closed stderr (`timeout -v ... 2>&1 | :`) loses our lines; it must not change our status.
-  process.stderr.on('error', () => {});
-  // Wrapping a piped stdout/stderr makes Node set O_NONBLOCK on it, and the command shares that
-  // open file: it would get EAGAIN from a full pipe. Wrap both now (before the spawn) and undo it;
-  // one first built after the spawn (onStopSignals below listens on both) would leave it set.
-  for (const stream of [process.stdout, process.stderr]) keepBlocking(stream);
+  // Our lines go out with write(2), never through process.stdout or process.stderr: building either
+  // stream would make a piped descriptor non-blocking, and the command shares that open file (it
+  // would get EAGAIN from a full pipe). A closed stderr loses the lines, never changes our status.
   const said = new Set<string>();
   const say = (sig: TimeoutSignal) => {
     const name = shortName(sig);
     if (values.verbose && !said.has(name)) {
       said.add(name);
-      process.stderr.write(`${prog}: sending signal ${name} to command '${argv[0]}'\n`);
+      sayNow(2, `${prog}: sending signal ${name} to command '${argv[0]}'\n`);
     }
   };
 
@@ -177,9 +174,7 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
 
   if (result.reason === 'spawn-error') {
     const code = result.error?.code ?? '';
-    process.stderr.write(
-      `${prog}: failed to run command '${argv[0]}': ${STRERROR[code] ?? result.error?.message}\n`,
-    );
+    sayNow(2, `${prog}: failed to run command '${argv[0]}': ${STRERROR[code] ?? result.error?.message}\n`);
   }
   return timeoutStatus(result, received, values['preserve-status'] === true, timedOut);
 }
@@ -207,10 +202,4 @@ async function killRestOnceCommandExits(handle: RunHandle, timers: TimerHandle[]
     timers.push(realClock.setTimeout(poll, POLL_MS));
   };
   await poll();
-}
-
-/** Clears O_NONBLOCK on a pipe or socket stdio stream (Node sets it; a TTY is reopened, a file has no handle). */
-function keepBlocking(stream: NodeJS.WriteStream): void {
-  const handle = (stream as { _handle?: { setBlocking?: (blocking: boolean) => number } })._handle;
-  handle?.setBlocking?.(true);
 }

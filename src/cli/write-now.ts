@@ -1,5 +1,18 @@
 import { writeSync } from 'node:fs';
 
+let pipeBroke = false;
+
+/**
+ * Notes a failed write of ours. A write into a pipe whose reader has gone (EPIPE) raises SIGPIPE
+ * in this process as well; a stop-signal listener must not read that one as a request to stop.
+ */
+export function noteWriteError(error: NodeJS.ErrnoException): void {
+  if (error.code === 'EPIPE') pipeBroke = true;
+}
+
+/** Whether a write of ours has found its reader gone: the SIGPIPE that follows is that. */
+export const ownPipeBroke = (): boolean => pipeBroke;
+
 /**
  * Writes `text` to stdout (1) or stderr (2) with write(2) itself. process.stdout is a stream, and
  * Node 22 and 24 load the stream modules to build it (3-5 ms, most of what `--version` costs
@@ -13,11 +26,13 @@ export function writeNow(fd: 1 | 2, text: string): void {
   try {
     while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
   } catch (error) {
+    noteWriteError(error as NodeJS.ErrnoException);
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EPIPE') return;
     if (code !== 'EAGAIN') throw new Error(`write error: ${(error as Error).message}`);
     const stream = fd === 1 ? process.stdout : process.stderr;
     stream.on('error', (late: NodeJS.ErrnoException) => {
+      noteWriteError(late);
       if (late.code === 'EPIPE') return;
       process.exitCode = 1;
       try {
@@ -25,5 +40,18 @@ export function writeNow(fd: 1 | 2, text: string): void {
       } catch {}
     });
     stream.write(rest);
+  }
+}
+
+/**
+ * writeNow for a line that may be lost: a closed or broken stderr (`timeout -v ... 2>&-`) must not
+ * change the command's status. It builds no stream either: Node would make a piped descriptor
+ * non-blocking, and the command shares that open file (it would get EAGAIN from a full pipe).
+ */
+export function sayNow(fd: 1 | 2, text: string): void {
+  try {
+    writeNow(fd, text);
+  } catch {
+    // Nobody to tell.
   }
 }

@@ -10,7 +10,7 @@ import { CLEAN, toArgv, type WatchdogArgs } from './protocol.js';
  * one level up: this module is dist/watchdog/launch.js as tsc emits it, or part of a bundle chunk in
  * dist/chunks/ or dist/cjs/, and all sit two levels below the package root beside dist/watchdog/main.cjs.
  */
-const MAIN = fileURLToPath(new URL('../watchdog/main.cjs', import.meta.url));
+const main = () => fileURLToPath(new URL('../watchdog/main.cjs', import.meta.url));
 
 /**
  * How long after the first spawn that asks for it a watchdog is started. On the next event-loop
@@ -69,6 +69,9 @@ export class Watchdog {
   /** Starts it now (once). */
   start(): void {
     if (this.stopped || this.child) return;
+    // Found when needed, not at import: the first URL a process parses costs 1 ms, and most runs
+    // end before a watchdog is wanted.
+    const MAIN = main();
     if (!existsSync(MAIN)) {
       this.problem = `no watchdog: ${MAIN} does not exist (procwarden runs from its sources?)`;
       return;
