@@ -141,7 +141,7 @@ describe.skipIf(reuseSkip !== null)('the exit hook and a reused pid (item 2)', (
       const leftover = readPids(dir).get('leftover') as number;
       // The command exited: its pid, the run's group id, now goes to an unrelated group leader.
       await waitFor(() => !existsSync(`/proc/${ready.root}`), { what: 'root reaped' });
-      const other = spawnAtPid(ready.root, ['sleep', '300']);
+      const other = await spawnAtPid(ready.root, ['sleep', '300']);
       expect(other, 'could not take over the pid').not.toBeNull();
       leaks.track(other?.pid);
       host.child.stdin?.write('exit\n');

@@ -1,11 +1,14 @@
 import {
+  closeSync,
+  fsyncSync,
   mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
   realpathSync,
   renameSync,
+  rmSync,
   statSync,
-  unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createRequire, Module } from 'node:module';
@@ -56,9 +59,11 @@ function dirKey(dir: string): string {
  * Which version of a chunk an entry is for. V8 checks an entry against the source's length only,
  * so a chunk edited in place (a patched node_modules) must get a new name, not the old bytecode.
  */
-function entryName(file: string): string | null {
+function entryName(file: string, content?: string): string | null {
   try {
     const st = statSync(file);
+    // Node read the file before this stat: one replaced in between is not named for what ran.
+    if (content !== undefined && st.size !== Buffer.byteLength(content)) return null;
     // No dot after the chunk's own name: persist() finds the chunk again by the last one.
     return `${dirKey(dirname(file))}.${basename(file)}.${st.size}-${st.ino}-${Math.round(st.mtimeMs * 1e3)}`;
   } catch {
@@ -72,32 +77,58 @@ interface Pending {
   entry: string;
 }
 
-/** Writes the entries this process lacked, and removes those of chunks that are gone or changed. */
+/** How old a temporary file must be to be another writer's leftover, not its work in progress. */
+const STALE_TMP_MS = 60_000;
+
+/**
+ * Writes the entries this process lacked, and removes those of chunks that are gone or changed.
+ * V8 checks an entry's header and length, not its payload: a torn write (power lost before the
+ * data reached the disk) would crash every later start. So the data is synced before the rename
+ * makes it an entry.
+ */
 function persist(dir: string, pending: Pending[]): void {
   for (const { script, entry } of pending) {
+    const tmp = join(dir, `.${entry}.${process.pid}`);
     try {
-      const tmp = join(dir, `.${entry}.${process.pid}`);
-      writeFileSync(tmp, script.createCachedData(), { mode: 0o600 });
+      const fd = openSync(tmp, 'w', 0o600);
+      try {
+        writeFileSync(fd, script.createCachedData());
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
       renameSync(tmp, join(dir, entry));
     } catch {
       // A full or read-only disk costs the next start its cache, nothing more.
+      quietly(() => rmSync(tmp, { force: true }));
     }
   }
   const chunks = new Map(pending.map(({ file }) => [dirname(file), dirKey(dirname(file))]));
-  try {
-    for (const name of readdirSync(dir)) {
-      for (const [chunkDir, key] of chunks) {
-        if (!name.startsWith(`${key}.`)) continue;
+  // Stale entries are only disk space: whatever fails here is left for another start.
+  for (const name of quietly(() => readdirSync(dir)) ?? []) {
+    for (const [chunkDir, key] of chunks) {
+      const path = join(dir, name);
+      if (name.startsWith(`.${key}.`)) {
+        // A writer killed between its write and its rename.
+        quietly(() => Date.now() - statSync(path).mtimeMs > STALE_TMP_MS && rmSync(path, { force: true }));
+      } else if (name.startsWith(`${key}.`)) {
         const chunk = name.slice(key.length + 1).replace(/\.[^.]*$/, '');
-        if (entryName(join(chunkDir, chunk)) !== name) unlinkSync(join(dir, name));
+        if (entryName(join(chunkDir, chunk)) !== name) quietly(() => rmSync(path, { force: true }));
       }
     }
-  } catch {
-    // Stale entries are only disk space.
   }
 }
 
-type Compile = (this: Module, content: string, filename: string) => unknown;
+/** Runs `fn`; a throw is dropped. At exit there is nobody to tell, and our status must not change. */
+function quietly<T>(fn: () => T): T | undefined {
+  try {
+    return fn();
+  } catch {
+    return undefined;
+  }
+}
+
+type Compile = (this: Module, content: string, filename: string, ...rest: unknown[]) => unknown;
 
 /**
  * Keeps V8's compiled code of the CLI's own chunks (dist/cjs/*.cjs) between starts, on every Node.
@@ -120,9 +151,9 @@ export function cacheOwnCode(
   const pending: Pending[] = [];
   const proto = Module.prototype as unknown as { _compile: Compile };
   const compile = proto._compile;
-  proto._compile = function (this: Module, content: string, filename: string) {
-    if (dirname(filename) !== chunksDir) return compile.call(this, content, filename);
-    const entry = entryName(filename);
+  proto._compile = function (this: Module, content: string, filename: string, ...rest: unknown[]) {
+    if (dirname(filename) !== chunksDir) return compile.call(this, content, filename, ...rest);
+    const entry = entryName(filename, content);
     let cachedData: Buffer | undefined;
     try {
       if (entry !== null) cachedData = readFileSync(join(dir, entry));
@@ -132,10 +163,11 @@ export function cacheOwnCode(
     const script = new Script(Module.wrap(content), {
       filename,
       cachedData,
+      // No chunk calls import() today; one that did would need Node 20.12+ (vm.constants).
       importModuleDynamically: vmConstants?.USE_MAIN_CONTEXT_DEFAULT_LOADER,
     });
     if (entry !== null && (cachedData === undefined || script.cachedDataRejected)) {
-      if (pending.length === 0) process.once('exit', () => persist(dir, pending));
+      if (pending.length === 0) process.once('exit', () => quietly(() => persist(dir, pending)));
       pending.push({ script, file: filename, entry });
     }
     const wrapper = script.runInThisContext({ displayErrors: true });

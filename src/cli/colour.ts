@@ -10,15 +10,3 @@ export type Paint = (style: keyof typeof CODES, text: string) => string;
 export function painter(enabled: boolean): Paint {
   return enabled ? (style, text) => `\x1b[${CODES[style]}m${text}\x1b[0m` : (_style, text) => text;
 }
-
-/**
- * A painter that decides on its first use: asking whether stderr is a TTY builds process.stderr,
- * a stream (milliseconds of modules), which a run that prints nothing should not pay.
- */
-export function lazyPainter(enabled: () => boolean): Paint {
-  let paint: Paint | undefined;
-  return (style, text) => {
-    paint ??= painter(enabled());
-    return paint(style, text);
-  };
-}

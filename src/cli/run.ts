@@ -4,7 +4,7 @@ import { normalizeSignal, parseDuration } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import type { ContainmentMode, RunHandle, RunResult, RunSpec } from '../types.js';
 import { parseOptions, splitAtCommand, UsageError } from './args.js';
-import { lazyPainter, useColour } from './colour.js';
+import { painter, useColour } from './colour.js';
 import { EXIT_FAILED } from './exit-codes.js';
 import { runStatus } from './exit-status.js';
 import { RUN_HELP } from './help.js';
@@ -51,10 +51,10 @@ function parseEnv(pairs: readonly string[] = []): Record<string, string> {
 }
 
 /** Where --json goes: a file (opened now, so a bad path fails before anything runs), stdout or stderr. */
-function openJsonSink(target: string | undefined, out: Outputs): ((text: string) => void) | null {
+function openJsonSink(target: string | undefined): ((text: string) => void) | null {
   if (target === undefined) return null;
-  if (target === '') return (text) => out.stderr().write(text);
-  if (target === '-') return (text) => out.stdout().write(text);
+  if (target === '') return (text) => process.stderr.write(text);
+  if (target === '-') return (text) => process.stdout.write(text);
   let fd: number;
   try {
     fd = openSync(target, 'w');
@@ -65,41 +65,6 @@ function openJsonSink(target: string | undefined, out: Outputs): ((text: string)
   return (text) => {
     writeSync(fd, text);
     closeSync(fd);
-  };
-}
-
-interface Outputs {
-  stdout(): NodeJS.WriteStream;
-  stderr(): NodeJS.WriteStream;
-}
-
-/**
- * process.stdout and process.stderr, each built when first written to, with its error listener:
- * building one loads Node's stream and socket modules (5-7 ms), which a command that prints
- * nothing (`procwarden run -- make -q`) should not cost.
- */
-function lazyOutputs(onStdoutError: (error: NodeJS.ErrnoException) => void): Outputs {
-  let stdout: NodeJS.WriteStream | undefined;
-  let stderr: NodeJS.WriteStream | undefined;
-  return {
-    stdout() {
-      if (stdout === undefined) {
-        stdout = process.stdout;
-        stdout.on('error', (error: NodeJS.ErrnoException) => {
-          noteWriteError(error);
-          onStdoutError(error);
-        });
-      }
-      return stdout;
-    },
-    stderr() {
-      if (stderr === undefined) {
-        stderr = process.stderr;
-        // A closed stderr loses our lines; it must not crash us or change the status.
-        stderr.on('error', noteWriteError);
-      }
-      return stderr;
-    },
   };
 }
 
@@ -145,17 +110,9 @@ export async function runCommand(args: string[]): Promise<number> {
   );
   const graceMs = checked(() => (values.grace === undefined ? 5000 : parseDuration(values.grace, '--grace')));
   const killSignal = checked(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
-  let stdoutOpen = true;
-  // Our reader went away (`procwarden run -- yes | head -1`): stop the command as the closed pipe
-  // would have stopped it, and report it as SIGPIPE. The listener stays after the run: `--json -`
-  // into a closed stdout must not crash with a trace.
-  const out = lazyOutputs((error) => {
-    if (error.code !== 'EPIPE' || !stdoutOpen) return;
-    stdoutOpen = false;
-    stop('SIGPIPE', 1);
-  });
-  const writeJson = openJsonSink(values.json, out);
+  const writeJson = openJsonSink(values.json);
 
+  let stdoutOpen = true;
   const terminal = values.pty ? connectPty() : null;
   const spec: RunSpec = {
     argv: rest,
@@ -175,8 +132,8 @@ export async function runCommand(args: string[]): Promise<number> {
       // holds it: while our stdout (or stderr) is full, the command's pipe is not read.
       maxBytes: writeJson ? undefined : 0,
       onBytes: (chunk, stream) => {
-        if (stream === 'stderr') return passOn(out.stderr(), chunk);
-        if (stdoutOpen) return passOn(out.stdout(), chunk);
+        if (stream === 'stderr') return passOn(process.stderr, chunk);
+        if (stdoutOpen) return passOn(process.stdout, chunk);
       },
     },
   };
@@ -201,20 +158,32 @@ export async function runCommand(args: string[]): Promise<number> {
     throw error;
   }
   const detach = terminal?.attach(handle);
+  // Our reader went away (`procwarden run -- yes | head -1`): stop the command as the closed pipe
+  // would have stopped it, and report it as SIGPIPE.
+  const onStdoutError = (error: NodeJS.ErrnoException) => {
+    // Our own SIGPIPE follows: noted, it is not taken for a request to stop.
+    noteWriteError(error);
+    if (error.code !== 'EPIPE' || !stdoutOpen) return;
+    stdoutOpen = false;
+    stop('SIGPIPE', 1);
+  };
+  process.stdout.on('error', onStdoutError);
+  process.stderr.on('error', noteWriteError);
 
   const result: RunResult = await handle.result;
   detach?.();
+  // The EPIPE listener stays: `--json -` into a closed stdout must not crash with a trace.
   uninstall();
 
   if (result.reason === 'spawn-error') {
-    out.stderr().write(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
+    process.stderr.write(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
   } else if (!values.quiet) {
     const line = stopLine(
       result,
       { timeoutMs, idleTimeoutMs, graceMs, received },
-      lazyPainter(() => useColour(out.stderr())),
+      painter(useColour(process.stderr)),
     );
-    if (line) out.stderr().write(`${line}\n`);
+    if (line) process.stderr.write(`${line}\n`);
   }
   writeJson?.(`${JSON.stringify(result, null, 2)}\n`);
   return runStatus(result, received);

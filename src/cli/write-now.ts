@@ -44,14 +44,16 @@ export function writeNow(fd: 1 | 2, text: string): void {
 }
 
 /**
- * writeNow for a line that may be lost: a closed or broken stderr (`timeout -v ... 2>&-`) must not
- * change the command's status. It builds no stream either: Node would make a piped descriptor
- * non-blocking, and the command shares that open file (it would get EAGAIN from a full pipe).
+ * write(2) of a line that may be lost: a closed or broken stderr (`timeout -v ... 2>&-`), or a full
+ * non-blocking one, drops it, and never changes the command's status. Unlike writeNow it never
+ * falls back to a stream: building one would make a piped descriptor non-blocking, and the command
+ * shares that open file (it would get EAGAIN from a full pipe).
  */
 export function sayNow(fd: 1 | 2, text: string): void {
+  let rest = Buffer.from(text, 'utf8');
   try {
-    writeNow(fd, text);
-  } catch {
-    // Nobody to tell.
+    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
+  } catch (error) {
+    noteWriteError(error as NodeJS.ErrnoException);
   }
 }

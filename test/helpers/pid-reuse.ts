@@ -1,13 +1,25 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 
 /**
  * Starts `argv` (detached: it leads its own session and group) under exactly `pid`, by setting
  * the kernel's last allocated pid just below it (root only). Other processes fork meanwhile on a
- * busy host, so it retries; a child born under another pid is killed at once. Null if it never got it.
+ * busy host (the test files run in parallel), so it retries; a child born under another pid is
+ * killed at once. A process that forked between our write and our fork holds `pid` itself: the
+ * next attempt waits until it is gone (most are short-lived), for up to `waitMs` in all. Null if
+ * it never got it.
  */
-export function spawnAtPid(pid: number, argv: [string, ...string[]]): ChildProcess | null {
-  for (let attempt = 0; attempt < 200; attempt++) {
+export async function spawnAtPid(
+  pid: number,
+  argv: [string, ...string[]],
+  waitMs = 10_000,
+): Promise<ChildProcess | null> {
+  const until = Date.now() + waitMs;
+  while (Date.now() < until) {
+    if (existsSync(`/proc/${pid}`)) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      continue;
+    }
     writeFileSync('/proc/sys/kernel/ns_last_pid', String(pid - 1));
     const child = spawn(argv[0], argv.slice(1), { detached: true, stdio: 'ignore' });
     if (child.pid === pid) return child;
