@@ -195,6 +195,7 @@ async function killUntilGone(
   let reforking = false;
   let lost = 0;
   let members = first;
+  let rounds = 0;
   // Once the tree re-forks, every scan stops what it finds as it reads it (see KillTarget.members).
   const scan = () => target.members(reforking ? { stopOnSight: true } : undefined);
   while (members.length > 0) {
@@ -206,8 +207,16 @@ async function killUntilGone(
     firstSent = false;
     for (const m of members) killed.add(key(m));
     // Wait on the killed members by pid; a full scan (which also finds late forks) at least
-    // every MAX_POLL_MS, and once they are all gone.
-    await untilGone(plan, members, Math.min(plan.clock.now() + MAX_POLL_MS, giveUpAt), start);
+    // every MAX_POLL_MS, and once they are all gone. Where a read by pid costs a launch, as a
+    // scan does (ps), the scan comes at once: it takes longer to start than a SIGKILL to land, and
+    // one it finds alive is killed again.
+    if (!plan.table.batchesReads) {
+      await untilGone(plan, members, Math.min(plan.clock.now() + MAX_POLL_MS, giveUpAt), start);
+    } else if (rounds++ > 0) {
+      // Found alive by the last scan: paced as untilGone paces its reads.
+      const now = plan.clock.now();
+      await sleep(plan.clock, Math.max(0, Math.min(pace(now - start), giveUpAt - now)));
+    }
     members = await scan();
     // A re-forking tree seen empty once may only have been between two generations: a second
     // scan that also stops what it reads must agree.
@@ -272,6 +281,11 @@ async function freeze(
 
 /** The members from `from` on that are still alive (same identity, not a zombie). */
 async function aliveAmong(table: ProcessTable, members: ProcessInfo[], from: number): Promise<ProcessInfo[]> {
+  if (table.batchesReads) {
+    const rest = members.slice(from);
+    const fresh = await readAll(table, rest);
+    return rest.filter((m, k) => stillAlive(m, fresh[k]));
+  }
   const out: ProcessInfo[] = [];
   for (
     let i = await firstAlive(table, members, from);
@@ -284,21 +298,32 @@ async function aliveAmong(table: ProcessTable, members: ProcessInfo[], from: num
 }
 
 /**
- * Index of the first member still alive at or after `from`; `members.length` when none is. Read in
- * windows of 1, 2, 4… members at once: the reads of one window share a turn, which the ps table
- * answers with one `ps -p a,b,c` (one call per window, not per member), while procfs still stops
- * at the first live one, having read at most twice as many as it needed.
+ * Index of the first member still alive at or after `from`; `members.length` when none is. procfs
+ * reads in windows of 1, 2, 4… members at once, and stops at the first live one, having read at
+ * most twice as many as it needed. A table whose reads of one turn cost one launch (ps) reads all
+ * of them in one window: 10 members dying in order took it 4 `ps` calls in windows.
  */
 async function firstAlive(table: ProcessTable, members: ProcessInfo[], from: number): Promise<number> {
-  for (let i = from, width = 1; i < members.length; i += width, width *= 2) {
+  for (
+    let i = from, width = table.batchesReads ? members.length : 1;
+    i < members.length;
+    i += width, width *= 2
+  ) {
     const window = members.slice(i, i + width);
-    const fresh = await Promise.all(
-      // A table that cannot answer proves nothing gone: the member counts as alive, and the
-      // target's own scans (which report why) decide.
-      window.map((m) => table.get(m.pid).catch(() => m)),
-    );
-    const alive = window.findIndex((m, k) => !isGone(fresh[k]) && fresh[k]?.startTime === m.startTime);
+    const fresh = await readAll(table, window);
+    const alive = window.findIndex((m, k) => stillAlive(m, fresh[k]));
     if (alive >= 0) return i + alive;
   }
   return members.length;
 }
+
+/**
+ * Fresh reads of `members`, issued together (one turn: one call on a table that batches). A table
+ * that cannot answer proves nothing gone: the member counts as alive, and the target's own scans
+ * (which report why) decide.
+ */
+const readAll = (table: ProcessTable, members: ProcessInfo[]) =>
+  Promise.all(members.map((m) => table.get(m.pid).catch(() => m)));
+
+const stillAlive = (member: ProcessInfo, fresh: ProcessInfo | null | undefined) =>
+  !isGone(fresh) && fresh?.startTime === member.startTime;

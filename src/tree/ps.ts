@@ -25,6 +25,7 @@ interface Batch {
  */
 export class PsTable implements ProcessTable {
   readonly name = 'ps';
+  readonly batchesReads = true;
   private pending: Batch | null = null;
 
   constructor(

@@ -95,6 +95,12 @@ export interface ProcessTable {
    */
   groupHasMembers?(pgid: number): boolean;
   /**
+   * True when per-pid reads issued in one turn cost one read, however many pids they ask for (ps:
+   * one `ps -p a,b,c` launch): a caller that needs several asks for them all at once. Tables whose
+   * per-pid reads are cheap (procfs) leave it out, and a caller may stop at the first it needs.
+   */
+  readonly batchesReads?: boolean;
+  /**
    * How many tasks (processes and threads) the kernel has created since boot, read now; null when
    * it cannot be read. It only ever grows, so two equal reads prove that nothing was born in
    * between, anywhere on the machine: what a scan saw between them is all there is, minus what has
