@@ -25,10 +25,10 @@ const shared = {
 const library = { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/])/, priority: 1 };
 
 // The CLI: each command in its own chunk, loaded only when named; option parsing apart, for the
-// commands; and the directory trust check that guards the compile cache, which every start needs
-// (`--version` loads the entry and that, nothing else).
+// commands; and what the code cache needs before it can cache anything (the directory trust check,
+// mkdir -p), which must not pull the library in: what loads before the cache is on is not cached.
 const cliGroups = [
-  { name: 'trust', test: /[\\/]src[\\/]journal[\\/]trust\.ts/, priority: 3 },
+  { name: 'trust', test: /[\\/]src[\\/](journal[\\/]trust|make-dirs)\.ts/, priority: 3 },
   { name: 'options', test: /[\\/]src[\\/](options[\\/]|errors\.ts)/, priority: 2 },
   library,
 ];

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -151,6 +152,19 @@ describe('the CLI compile cache', () => {
     const r = await loadSomething({ XDG_CACHE_HOME: link, TMPDIR: tmp });
     expect(r.status).toBe(125);
     expect(entries(cacheOf(xdg)).length).toBeGreaterThan(0);
+  });
+
+  // Node's recursive mkdir loops forever below a procfs directory: these hung until makeDirs.
+  it('XDG_CACHE_HOME or XDG_STATE_HOME inside /proc: the command runs (uncached, unjournalled)', () => {
+    for (const env of [{ XDG_CACHE_HOME: '/proc/self' }, { XDG_STATE_HOME: '/proc/self' }]) {
+      const r = spawnSync(process.execPath, [CLI, 'timeout', '5', 'true'], {
+        env: { ...process.env, ...clean, ...env },
+        timeout: 20_000,
+        killSignal: 'SIGKILL',
+      });
+      expect(r.signal, JSON.stringify(env)).toBeNull();
+      expect(r.status, JSON.stringify(env)).toBe(0);
+    }
   });
 
   it('an empty HOME (and no XDG_CACHE_HOME) puts nothing in the current directory', async () => {

@@ -1,7 +1,6 @@
 import {
   closeSync,
   fsyncSync,
-  mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -16,6 +15,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join } from 'node:path';
 import { Script, constants as vmConstants } from 'node:vm';
 import { untrustedDir } from '../journal/trust.js';
+import { makeDirs } from '../make-dirs.js';
 
 /**
  * Where the CLI keeps the compiled code of its own files: $XDG_CACHE_HOME/procwarden/compile-cache,
@@ -38,7 +38,7 @@ function privateDir(env: NodeJS.ProcessEnv): string | null {
     // One directory per V8: entries of another are rejected anyway, and two Nodes sharing one
     // name would overwrite each other's at every start.
     const wanted = join(base, `v8-${process.versions.v8}-${process.arch}`);
-    mkdirSync(wanted, { recursive: true, mode: 0o700 });
+    makeDirs(wanted, 0o700);
     // Entries are opened by this path, again at every start: the real path, once trusted, has no
     // component anyone else could replace.
     const dir = realpathSync.native(wanted);

@@ -2,6 +2,7 @@ import { accessSync, constants, mkdirSync, readFileSync, rmdirSync } from 'node:
 import { join } from 'node:path';
 import { realClock, sleep } from '../clock.js';
 import { ProcwardenError } from '../errors.js';
+import { makeDirs } from '../make-dirs.js';
 import { parseStat } from '../tree/index.js';
 import { isPopulated, locateOwnCgroup, moveInto, procsOf, removeSubtree, subtreeProcs } from './cgroup-fs.js';
 
@@ -41,7 +42,7 @@ export class CgroupHost {
     if (!probe.ok) throw unavailable(probe.reason);
     const dir = join(probe.parent, name);
     try {
-      mkdirSync(probe.parent, { recursive: true });
+      makeDirs(probe.parent);
       mkdirSync(dir);
     } catch (error) {
       this.removeParentIfIdle(probe.parent);
@@ -149,7 +150,7 @@ export class CgroupHost {
     // Creating the parent is the only honest test of write access (read-only mounts, LSMs,
     // missing delegation all show up here); it is removed again until a run needs it.
     try {
-      mkdirSync(parent, { recursive: true });
+      makeDirs(parent);
       accessSync(join(where.dir, 'cgroup.procs'), constants.W_OK);
     } catch (error) {
       return {

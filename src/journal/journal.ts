@@ -1,5 +1,6 @@
-import { mkdirSync, readdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeDirs } from '../make-dirs.js';
 import { parseRecord, type RunRecord, recordFileNames } from './record.js';
 import { readRecordFile, untrustedDir } from './trust.js';
 
@@ -36,7 +37,7 @@ export class Journal {
   /** Throws when the record cannot be written, or when the directory is one reap would not trust. */
   write(record: RunRecord): void {
     if (!this.made) {
-      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      makeDirs(this.dir, 0o700);
       const problem = untrustedDir(this.dir);
       if (problem) throw new Error(`state directory not trusted: ${problem}`);
       this.made = true;
