@@ -13,6 +13,18 @@ export function noteWriteError(error: NodeJS.ErrnoException): void {
 /** Whether a write of ours has found its reader gone: the SIGPIPE that follows is that. */
 export const ownPipeBroke = (): boolean => pipeBroke;
 
+/** write(2) until all of `text` is out or a write fails: what is left, and why (noted). */
+function writeAll(fd: 1 | 2, text: string): { rest: Buffer; error?: NodeJS.ErrnoException } {
+  let rest = Buffer.from(text, 'utf8');
+  try {
+    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
+    return { rest };
+  } catch (error) {
+    noteWriteError(error as NodeJS.ErrnoException);
+    return { rest, error: error as NodeJS.ErrnoException };
+  }
+}
+
 /**
  * Writes `text` to stdout (1) or stderr (2) with write(2) itself. process.stdout is a stream, and
  * Node 22 and 24 load the stream modules to build it (3-5 ms, most of what `--version` costs
@@ -22,25 +34,19 @@ export const ownPipeBroke = (): boolean => pipeBroke;
  * "write error: ...", which the CLI reports with its failure status, as coreutils do.
  */
 export function writeNow(fd: 1 | 2, text: string): void {
-  let rest = Buffer.from(text, 'utf8');
-  try {
-    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
-  } catch (error) {
-    noteWriteError(error as NodeJS.ErrnoException);
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EPIPE') return;
-    if (code !== 'EAGAIN') throw new Error(`write error: ${(error as Error).message}`);
-    const stream = fd === 1 ? process.stdout : process.stderr;
-    stream.on('error', (late: NodeJS.ErrnoException) => {
-      noteWriteError(late);
-      if (late.code === 'EPIPE') return;
-      process.exitCode = 1;
-      try {
-        writeSync(2, `procwarden: write error: ${late.message}\n`);
-      } catch {}
-    });
-    stream.write(rest);
-  }
+  const { rest, error } = writeAll(fd, text);
+  if (error === undefined || error.code === 'EPIPE') return;
+  if (error.code !== 'EAGAIN') throw new Error(`write error: ${error.message}`);
+  const stream = fd === 1 ? process.stdout : process.stderr;
+  stream.on('error', (late: NodeJS.ErrnoException) => {
+    noteWriteError(late);
+    if (late.code === 'EPIPE') return;
+    process.exitCode = 1;
+    try {
+      writeSync(2, `procwarden: write error: ${late.message}\n`);
+    } catch {}
+  });
+  stream.write(rest);
 }
 
 /**
@@ -50,10 +56,5 @@ export function writeNow(fd: 1 | 2, text: string): void {
  * shares that open file (it would get EAGAIN from a full pipe).
  */
 export function sayNow(fd: 1 | 2, text: string): void {
-  let rest = Buffer.from(text, 'utf8');
-  try {
-    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
-  } catch (error) {
-    noteWriteError(error as NodeJS.ErrnoException);
-  }
+  writeAll(fd, text);
 }
