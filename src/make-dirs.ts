@@ -17,6 +17,15 @@ export function makeDirs(path: string, mode = 0o777): void {
     if (code !== 'ENOENT' || parent === path) throw error;
     makeDirs(parent, mode);
     // Once: a second ENOENT, under a parent that now exists, is the answer, not a race.
+    makeDir(path, mode);
+  }
+}
+
+/** One mkdir; EEXIST (another process made it first, or it was there) is success. */
+export function makeDir(path: string, mode = 0o777): void {
+  try {
     mkdirSync(path, { mode });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
 }

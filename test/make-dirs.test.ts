@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { makeDirs } from '../src/make-dirs.js';
+import { makeDir, makeDirs } from '../src/make-dirs.js';
 import { Supervisor } from '../src/supervisor/index.js';
 import { LeakGuard } from './helpers/procs.js';
 
@@ -28,6 +28,14 @@ describe('makeDirs (mkdir -p)', () => {
       expect(statSync(d).mode & 0o777).toBe(0o700);
     makeDirs(deep, 0o755);
     expect(statSync(deep).mode & 0o777).toBe(0o700);
+  });
+
+  it('makeDir: one level; there already (another process made it first) is success', () => {
+    const root = scratch();
+    makeDir(join(root, 'one'), 0o700);
+    makeDir(join(root, 'one'), 0o700);
+    expect(statSync(join(root, 'one')).mode & 0o777).toBe(0o700);
+    expect(() => makeDir(join(root, 'no', 'parent'))).toThrow(/ENOENT/);
   });
 
   it('a file in the way is an error', () => {

@@ -2,7 +2,7 @@ import { accessSync, constants, mkdirSync, readFileSync, rmdirSync } from 'node:
 import { join } from 'node:path';
 import { realClock, sleep } from '../clock.js';
 import { ProcwardenError } from '../errors.js';
-import { makeDirs } from '../make-dirs.js';
+import { makeDir } from '../make-dirs.js';
 import { parseStat } from '../tree/index.js';
 import { isPopulated, locateOwnCgroup, moveInto, procsOf, removeSubtree, subtreeProcs } from './cgroup-fs.js';
 
@@ -42,7 +42,9 @@ export class CgroupHost {
     if (!probe.ok) throw unavailable(probe.reason);
     const dir = join(probe.parent, name);
     try {
-      makeDirs(probe.parent);
+      // Not mkdir -p: were our own cgroup gone (we were moved), that would make a stray one at
+      // its old path, and leftovers would later be moved into it.
+      makeDir(probe.parent);
       mkdirSync(dir);
     } catch (error) {
       this.removeParentIfIdle(probe.parent);
@@ -150,7 +152,7 @@ export class CgroupHost {
     // Creating the parent is the only honest test of write access (read-only mounts, LSMs,
     // missing delegation all show up here); it is removed again until a run needs it.
     try {
-      makeDirs(parent);
+      makeDir(parent);
       accessSync(join(where.dir, 'cgroup.procs'), constants.W_OK);
     } catch (error) {
       return {
