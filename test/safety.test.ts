@@ -48,7 +48,7 @@ describe('never the wrong target', () => {
     for (const info of [self, parent, init]) {
       if (info) expect(await deliverer.toMember(info, 'SIGTERM')).toBe('forbidden');
     }
-    if (self) expect(await deliverer.toGroup(self.pgid, self, 'SIGTERM')).toBe('forbidden');
+    if (self) expect(await deliverer.toGroup(self.pgid, [self], 'SIGTERM')).toBe('forbidden');
     expect(sent).toEqual([]);
     expect(deliverer.notes.length).toBeGreaterThan(0);
   });

@@ -23,16 +23,13 @@ export class ProcessGroupContainment extends ScannedContainment {
     const pgid = this.membership.rootInfo?.pid;
     const inGroup = members.filter((m) => m.pgid === pgid);
     if (pgid === undefined || inGroup.length === 0) return super.signal(signal, members);
-    for (const witness of inGroup) {
-      const delivery = await this.deliverer.toGroup(pgid, witness, signal);
-      if (delivery === 'gone') continue; // that witness left; another may still vouch for the group
-      if (delivery !== 'sent') break;
-      const outside = await super.signal(
-        signal,
-        members.filter((m) => m.pgid !== pgid),
-      );
-      return [...inGroup, ...outside];
-    }
-    return super.signal(signal, members);
+    // Any member still in the group vouches for it; none left (or the group refused): by pid.
+    if ((await this.deliverer.toGroup(pgid, inGroup, signal)) !== 'sent')
+      return super.signal(signal, members);
+    const outside = await super.signal(
+      signal,
+      members.filter((m) => m.pgid !== pgid),
+    );
+    return [...inGroup, ...outside];
   }
 }

@@ -42,10 +42,8 @@ export abstract class ScannedContainment implements Containment {
     return this.membership.scan(scan?.stopOnSight ? (m) => this.deliverer.stopNow(m) : undefined);
   }
 
-  async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {
-    const reached: ProcessInfo[] = [];
-    for (const m of members) if ((await this.deliverer.toMember(m, signal)) === 'sent') reached.push(m);
-    return reached;
+  signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {
+    return this.deliverer.toMembers(members, signal);
   }
 
   lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] } {

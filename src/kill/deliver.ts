@@ -30,6 +30,16 @@ export class Deliverer {
   }
 
   /**
+   * toMember for several at once, the signal to each after the re-read of its own identity. The
+   * reads are issued together: on the ps table that is one `ps -p a,b,c`, not one launch per
+   * member one after the other. The members reached.
+   */
+  async toMembers(members: readonly ProcessInfo[], signal: NodeJS.Signals): Promise<ProcessInfo[]> {
+    const deliveries = await Promise.all(members.map((m) => this.toMember(m, signal)));
+    return members.filter((_, i) => deliveries[i] === 'sent');
+  }
+
+  /**
    * SIGSTOP to a process read from the table an instant ago (identity needs no re-read: its
    * number cannot be handed to another process before the pids wrap around). For a freeze.
    */
@@ -38,17 +48,20 @@ export class Deliverer {
   }
 
   /**
-   * Signals a whole process group, but only while `witness` (a member verified by identity) still
-   * belongs to it: a group whose members are all gone may have had its number recycled.
+   * Signals a whole process group, but only while one of `witnesses` (members verified by
+   * identity) still belongs to it: a group whose members are all gone may have had its number
+   * recycled. The witnesses are re-read together (one `ps` call on the ps table); any one vouches.
    */
-  async toGroup(pgid: number, witness: ProcessInfo, signal: NodeJS.Signals): Promise<Delivery> {
+  async toGroup(pgid: number, witnesses: readonly ProcessInfo[], signal: NodeJS.Signals): Promise<Delivery> {
     if (this.guard.forbidsGroup(pgid)) {
       this.notes.push(`refused to signal process group ${pgid}: it holds procwarden or an ancestor`);
       return 'forbidden';
     }
-    const fresh = await this.table.get(witness.pid);
-    if (isGone(fresh) || fresh?.startTime !== witness.startTime || fresh.pgid !== pgid) return 'gone';
-    return this.raw(-pgid, signal);
+    const fresh = await Promise.all(witnesses.map((w) => this.table.get(w.pid)));
+    const vouched = witnesses.some(
+      (w, i) => !isGone(fresh[i]) && fresh[i]?.startTime === w.startTime && fresh[i]?.pgid === pgid,
+    );
+    return vouched ? this.raw(-pgid, signal) : 'gone';
   }
 
   private raw(target: number, signal: NodeJS.Signals): Delivery {

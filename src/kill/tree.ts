@@ -110,11 +110,7 @@ export async function terminateTree(
       }
       return out;
     },
-    async signal(sig, members) {
-      const reached: ProcessInfo[] = [];
-      for (const m of members) if ((await deliverer.toMember(m, sig)) === 'sent') reached.push(m);
-      return reached;
-    },
+    signal: (sig, members) => deliverer.toMembers(members, sig),
   };
   const report = await terminate(target, { signal, graceMs, clock, table });
   if (report.signalled > 0) report.notes.push(UNVERIFIED_LATE_FORKS);
