@@ -30,13 +30,19 @@ export class Deliverer {
   }
 
   /**
-   * toMember for several at once, the signal to each after the re-read of its own identity. The
-   * reads are issued together: on the ps table that is one `ps -p a,b,c`, not one launch per
-   * member one after the other. The members reached.
+   * toMember for several; the members reached. Each signal follows the re-read of its own member
+   * at once, one member after the other, where reads are cheap (procfs): the gap in which a pid
+   * could change hands stays a few microseconds. Where every read is a launch (ps), the reads go
+   * together, one `ps -p a,b,c` for all: the gap is that launch's either way.
    */
   async toMembers(members: readonly ProcessInfo[], signal: NodeJS.Signals): Promise<ProcessInfo[]> {
-    const deliveries = await Promise.all(members.map((m) => this.toMember(m, signal)));
-    return members.filter((_, i) => deliveries[i] === 'sent');
+    if (this.table.batchesReads) {
+      const deliveries = await Promise.all(members.map((m) => this.toMember(m, signal)));
+      return members.filter((_, i) => deliveries[i] === 'sent');
+    }
+    const reached: ProcessInfo[] = [];
+    for (const m of members) if ((await this.toMember(m, signal)) === 'sent') reached.push(m);
+    return reached;
   }
 
   /**
@@ -50,18 +56,22 @@ export class Deliverer {
   /**
    * Signals a whole process group, but only while one of `witnesses` (members verified by
    * identity) still belongs to it: a group whose members are all gone may have had its number
-   * recycled. The witnesses are re-read together (one `ps` call on the ps table); any one vouches.
+   * recycled. Read one after the other, the signal right after the first that vouches (procfs);
+   * all in one `ps` call where every read is a launch.
    */
   async toGroup(pgid: number, witnesses: readonly ProcessInfo[], signal: NodeJS.Signals): Promise<Delivery> {
     if (this.guard.forbidsGroup(pgid)) {
       this.notes.push(`refused to signal process group ${pgid}: it holds procwarden or an ancestor`);
       return 'forbidden';
     }
-    const fresh = await Promise.all(witnesses.map((w) => this.table.get(w.pid)));
-    const vouched = witnesses.some(
-      (w, i) => !isGone(fresh[i]) && fresh[i]?.startTime === w.startTime && fresh[i]?.pgid === pgid,
-    );
-    return vouched ? this.raw(-pgid, signal) : 'gone';
+    const vouches = (w: ProcessInfo, fresh: ProcessInfo | null) =>
+      !isGone(fresh) && fresh?.startTime === w.startTime && fresh.pgid === pgid;
+    if (this.table.batchesReads) {
+      const fresh = await Promise.all(witnesses.map((w) => this.table.get(w.pid)));
+      return witnesses.some((w, i) => vouches(w, fresh[i] ?? null)) ? this.raw(-pgid, signal) : 'gone';
+    }
+    for (const w of witnesses) if (vouches(w, await this.table.get(w.pid))) return this.raw(-pgid, signal);
+    return 'gone';
   }
 
   private raw(target: number, signal: NodeJS.Signals): Delivery {
