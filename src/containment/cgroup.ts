@@ -1,5 +1,5 @@
 import type { Deliverer, Guard, MemberScan } from '../kill/index.js';
-import { isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import { isGone, type ProcessInfo, type ProcessTable, stillAlive } from '../tree/index.js';
 import {
   holdsUnidentified,
   isPopulated,
@@ -77,7 +77,7 @@ export class CgroupContainment implements Containment {
     const root = this.membership.rootInfo;
     if (root && !out.has(key(root))) {
       const fresh = await this.table.get(root.pid);
-      if (fresh && !isGone(fresh) && fresh.startTime === root.startTime) out.set(key(fresh), fresh);
+      if (stillAlive(fresh, root)) out.set(key(fresh), fresh);
     }
     // Once signalled, "gone" is only believed after the table agrees: the cgroup alone cannot see
     // members that were moved out before we first looked.

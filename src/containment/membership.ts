@@ -9,6 +9,7 @@ import {
   type ProcessTable,
   type SnapshotIndex,
   type Sweep,
+  stillAlive,
 } from '../tree/index.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
@@ -148,8 +149,7 @@ export class TreeMembership {
     const alive: ProcessInfo[] = [];
     for (const m of proof.members) {
       const now = await this.table.get(m.pid);
-      if (now && !isGone(now) && now.startTime === m.startTime && !this.guard.forbidsPid(now.pid))
-        alive.push(now);
+      if (stillAlive(now, m) && !this.guard.forbidsPid(now.pid)) alive.push(now);
     }
     // A member alive at the first read may have forked, then exited before its own: only a count
     // that still has not moved after the reads says nothing was born while they were made.

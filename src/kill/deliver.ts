@@ -1,4 +1,4 @@
-import { isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import { type ProcessInfo, type ProcessTable, stillAlive } from '../tree/index.js';
 import type { Guard } from './guard.js';
 
 /** How a signal leaves the process: process.kill by default; tests inject a recorder. */
@@ -25,7 +25,7 @@ export class Deliverer {
       return 'forbidden';
     }
     const fresh = await this.table.get(member.pid);
-    if (isGone(fresh) || fresh?.startTime !== member.startTime) return 'gone';
+    if (!stillAlive(fresh, member)) return 'gone';
     return this.raw(member.pid, signal);
   }
 
@@ -65,7 +65,7 @@ export class Deliverer {
       return 'forbidden';
     }
     const vouches = (w: ProcessInfo, fresh: ProcessInfo | null) =>
-      !isGone(fresh) && fresh?.startTime === w.startTime && fresh.pgid === pgid;
+      stillAlive(fresh, w) && fresh.pgid === pgid;
     if (this.table.batchesReads) {
       const fresh = await Promise.all(witnesses.map((w) => this.table.get(w.pid)));
       return witnesses.some((w, i) => vouches(w, fresh[i] ?? null)) ? this.raw(-pgid, signal) : 'gone';

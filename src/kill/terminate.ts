@@ -1,5 +1,5 @@
 import { type Clock, sleep } from '../clock.js';
-import { isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import { type ProcessInfo, type ProcessTable, stillAlive } from '../tree/index.js';
 import type { MemberReport, TerminateReport } from '../types.js';
 
 /** What a termination sequence acts on: a containment, or an arbitrary existing tree. */
@@ -284,7 +284,7 @@ async function aliveAmong(table: ProcessTable, members: ProcessInfo[], from: num
   if (table.batchesReads) {
     const rest = members.slice(from);
     const fresh = await readAll(table, rest);
-    return rest.filter((m, k) => stillAlive(m, fresh[k]));
+    return rest.filter((m, k) => stillAlive(fresh[k], m));
   }
   const out: ProcessInfo[] = [];
   for (
@@ -311,7 +311,7 @@ async function firstAlive(table: ProcessTable, members: ProcessInfo[], from: num
   ) {
     const window = members.slice(i, i + width);
     const fresh = await readAll(table, window);
-    const alive = window.findIndex((m, k) => stillAlive(m, fresh[k]));
+    const alive = window.findIndex((m, k) => stillAlive(fresh[k], m));
     if (alive >= 0) return i + alive;
   }
   return members.length;
@@ -324,6 +324,3 @@ async function firstAlive(table: ProcessTable, members: ProcessInfo[], from: num
  */
 const readAll = (table: ProcessTable, members: ProcessInfo[]) =>
   Promise.all(members.map((m) => table.get(m.pid).catch(() => m)));
-
-const stillAlive = (member: ProcessInfo, fresh: ProcessInfo | null | undefined) =>
-  !isGone(fresh) && fresh?.startTime === member.startTime;

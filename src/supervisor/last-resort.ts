@@ -1,7 +1,7 @@
 import { readFileSync, rmdirSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { CgroupRemains } from '../journal/index.js';
-import { isGone, type ProcessInfo, parseStat } from '../tree/index.js';
+import { type ProcessInfo, parseStat, stillAlive } from '../tree/index.js';
 import type { ManagedRun } from './managed-run.js';
 
 /**
@@ -91,7 +91,7 @@ function current(pid: number): ProcessInfo | null {
 /** The process now at `m.pid` when it is still `m` (same start time) and not a zombie. */
 function verified(m: ProcessInfo): ProcessInfo | null {
   const now = current(m.pid);
-  return now && !isGone(now) && now.startTime === m.startTime ? now : null;
+  return stillAlive(now, m) ? now : null;
 }
 
 /** This process and its ancestors, with their groups: never signalled. */

@@ -25,6 +25,7 @@ export {
   type ProcessTable,
   type Sweep,
   sameProcess,
+  stillAlive,
 } from './types.js';
 
 type TableFactory = (runner: CommandRunner) => ProcessTable;

@@ -117,3 +117,11 @@ export function isGone(info: ProcessInfo | null | undefined): boolean {
 export function sameProcess(a: ProcessInfo, b: Pick<ProcessInfo, 'pid' | 'startTime'>): boolean {
   return a.pid === b.pid && a.startTime === b.startTime;
 }
+
+/** `fresh`, a new read of `known`'s pid, is still that process (same start time), not a zombie. */
+export function stillAlive(
+  fresh: ProcessInfo | null | undefined,
+  known: Pick<ProcessInfo, 'pid' | 'startTime'>,
+): fresh is ProcessInfo {
+  return !isGone(fresh) && sameProcess(fresh as ProcessInfo, known);
+}
