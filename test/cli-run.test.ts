@@ -117,7 +117,7 @@ describe('procwarden run: bad input exits 125 with one line, nothing started', (
     ['bad containment', ['--containment', 'jail', '--', 'true'], /--containment "jail": use one of/],
     ['bad --env', ['--env', 'NOVALUE', '--', 'true'], /--env "NOVALUE": write NAME=VALUE/],
     ['missing cwd', ['--cwd', '/no/such/dir', '--', 'true'], /cwd "\/no\/such\/dir" does not exist/],
-    ['option without value', ['--timeout'], /option '--timeout' needs a value/],
+    ['option without value', ['--timeout'], /option '--timeout' requires an argument/],
     [
       'empty duration',
       ['--timeout', '', '--', 'true'],
@@ -125,7 +125,7 @@ describe('procwarden run: bad input exits 125 with one line, nothing started', (
     ],
     ['dash-led duration', ['--timeout', '-1', '--', 'true'], /--timeout: "-1" is not a duration/],
     ['dash-led grace', ['--grace', '-5s', '--', 'true'], /--grace: "-5s" is not a duration/],
-    ['value for a flag', ['--quiet=yes', '--', 'true'], /option '--quiet' does not take a value/],
+    ['value for a flag', ['--quiet=yes', '--', 'true'], /option '--quiet' doesn't allow an argument/],
   ];
   for (const [what, args, message] of cases) {
     it(what, async () => {

@@ -70,9 +70,28 @@ describe('procwarden timeout: as timeout(1) documents it', () => {
     expect((await timeout(['30d', 'sh', '-c', 'sleep 0.5; exit 5'])).status).toBe(5);
   });
 
-  it("exit status propagation: the command's code, 128+N when it died of signal N", async () => {
+  it("exit status propagation: the command's code; its signal, as timeout dies of it", async () => {
     expect((await timeout(['5', 'sh', '-c', 'exit 3'])).status).toBe(3);
+    for (const extra of [[], ['--foreground']]) {
+      for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGKILL', 'SIGPIPE', 'SIGUSR2'] as const) {
+        const r = await timeout([...extra, '5', 'sh', '-c', `kill -${signal.slice(3)} $$`]);
+        expect({ extra, status: r.status, signal: r.signal }).toEqual({ extra, status: null, signal });
+      }
+    }
+    // Where dying of it would open Node's inspector (USR1) or dump a core of Node (SEGV): 128+N.
     expect((await timeout(['5', 'sh', '-c', 'kill -USR1 $$'])).status).toBe(138);
+    expect((await timeout(['5', 'sh', '-c', 'kill -SEGV $$'])).status).toBe(139);
+    // Timed out, the status says so, whatever the command died of.
+    expect(await timeout(['0.2', 'sleep', '30'])).toMatchObject({ status: 124, signal: null });
+  });
+
+  it.skipIf(!hasCoreutils)("…as coreutils' own timeout dies of it (compared live)", async () => {
+    const child = spawn(COREUTILS, ['5', 'sh', '-c', 'kill -TERM $$'], { stdio: 'ignore' });
+    leaks.track(child.pid);
+    const how = await new Promise((resolve) =>
+      child.once('exit', (status, signal) => resolve({ status, signal })),
+    );
+    expect(how).toEqual({ status: null, signal: 'SIGTERM' });
   });
 
   it('--preserve-status: the status of the timed-out command', async () => {
@@ -273,6 +292,36 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
       "procwarden timeout: invalid option -- 'x'\nTry 'procwarden timeout --help' for more information.\n",
     ],
     [
+      'ambiguous long option',
+      ['--ver', '1', 'true'],
+      125,
+      "procwarden timeout: option '--ver' is ambiguous; possibilities: '--verbose' '--version'\nTry 'procwarden timeout --help' for more information.\n",
+    ],
+    [
+      'a value for a flag',
+      ['--verbose=yes', '1', 'true'],
+      125,
+      "procwarden timeout: option '--verbose' doesn't allow an argument\nTry 'procwarden timeout --help' for more information.\n",
+    ],
+    [
+      'no value for -s',
+      ['-s'],
+      125,
+      "procwarden timeout: option requires an argument -- 's'\nTry 'procwarden timeout --help' for more information.\n",
+    ],
+    [
+      'no value for --kill-after',
+      ['--kill-after'],
+      125,
+      "procwarden timeout: option '--kill-after' requires an argument\nTry 'procwarden timeout --help' for more information.\n",
+    ],
+    [
+      'a blank after the duration',
+      ['1 ', 'true'],
+      125,
+      "procwarden timeout: invalid time interval '1 '\nTry 'procwarden timeout --help' for more information.\n",
+    ],
+    [
       'missing everything',
       [],
       125,
@@ -295,7 +344,7 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
 
   it.skipIf(!hasCoreutils)('statuses and first lines match coreutils (compared live)', async () => {
     for (const [, args] of cases) {
-      if (args.length < 2) continue; // coreutils 9.1 prints no "missing operand" line
+      if (args.length < 2 && !args[0]?.startsWith('-')) continue; // coreutils 9.1 prints no "missing operand" line
       const ours = await timeout(args);
       const theirs = await coreutils(args);
       expect(ours.status).toBe(theirs.status);
@@ -489,7 +538,7 @@ describe('a signal sent the moment the command starts', () => {
 });
 
 describe("procwarden timeout: the cases coreutils' own tests check", () => {
-  it('-s 0 sends nothing, then SIGKILL after -k: 137, verbose lines "signal 0" and "signal KILL"', async () => {
+  it('-s 0 sends nothing, then SIGKILL after -k: 137, verbose lines "signal EXIT" and "signal KILL"', async () => {
     const link = timeoutLink();
     for (const extra of [[], ['--foreground']]) {
       const cli = startCli(['-v', ...extra, '-s0', '-k1', '.1', 'sleep', '10'], { script: link });
@@ -497,7 +546,7 @@ describe("procwarden timeout: the cases coreutils' own tests check", () => {
       const r = await cli.done;
       expect(r.status).toBe(137);
       expect(r.stderr).toBe(
-        "timeout: sending signal 0 to command 'sleep'\ntimeout: sending signal KILL to command 'sleep'\n",
+        "timeout: sending signal EXIT to command 'sleep'\ntimeout: sending signal KILL to command 'sleep'\n",
       );
     }
     expect((await timeout(['-s', 'EXIT', '-k', '0.2', '0.1', 'sleep', '10'])).status).toBe(137);
@@ -536,6 +585,54 @@ describe("procwarden timeout: the cases coreutils' own tests check", () => {
     );
     expect(closed.stdout).toBe('124\n');
   });
+
+  it('DURATION as strtod reads it: hexadecimal, a plus sign, an upper-case exponent, inf', async () => {
+    expect((await timeout(['0x1p-3', 'sleep', '10'])).status).toBe(124);
+    expect((await timeout(['+.2', 'sleep', '10'])).status).toBe(124);
+    for (const d of ['0x10', '1E1', ' 1', 'infs', '0X1p+1d']) {
+      expect({ d, status: (await timeout([d, 'true'])).status }).toEqual({ d, status: 0 });
+    }
+    expect((await timeout(['-k', '0x.4', '0.1', 'sh', '-c', 'trap "" TERM; sleep 10'])).status).toBe(137);
+  });
+
+  it('long options by a unique prefix, as getopt_long reads them', async () => {
+    expect((await timeout(['--pres', '.1', 'sleep', '10'])).status).toBe(143);
+    expect((await timeout(['--sig=INT', '--preserve', '.1', 'sleep', '10'])).status).toBe(130);
+    expect((await timeout(['--sig', 'INT', '--pres', '.1', 'sleep', '10'])).status).toBe(130);
+    const r = await timeout(['--verb', '--k=0.2', '-s0', '.1', 'sleep', '10']);
+    expect(r.status).toBe(137);
+    expect(r.stderr).toContain("sending signal KILL to command 'sleep'");
+    expect((await timeout(['--fore', '.1', 'sleep', '10'])).status).toBe(124);
+    expect((await timeout(['--vers'])).stdout.toString()).toContain('procwarden');
+    // The command's own options are never read as ours.
+    expect((await timeout(['5', 'sh', '-c', 'exit 4', '--pres'])).status).toBe(4);
+  });
+
+  it.skipIf(!hasCoreutils)(
+    'durations and option prefixes: statuses match coreutils (compared live)',
+    async () => {
+      for (const args of [
+        ['0x10', 'true'],
+        ['0x1p-3', 'sleep', '10'],
+        ['+.2', 'sleep', '10'],
+        ['1E1', 'true'],
+        ['1 ', 'true'],
+        ['1s ', 'true'],
+        ['infs', 'true'],
+        ['--pres', '.1', 'sleep', '10'],
+        ['--sig=INT', '.1', 'sleep', '10'],
+        ['--ver=x', '1', 'true'],
+      ]) {
+        const ours = await timeout(args);
+        const theirs = await coreutils(args);
+        expect({ args, status: ours.status, line: asCoreutils(ours.stderr).split('\n')[0] }).toEqual({
+          args,
+          status: theirs.status,
+          line: theirs.stderr.split('\n')[0],
+        });
+      }
+    },
+  );
 
   it('a duration too small to count rounds up to the smallest interval: 124', async () => {
     expect((await timeout(['1e-10000', 'sleep', '10'])).status).toBe(124);

@@ -28,21 +28,33 @@ function takesValue(options: Options, arg: string): boolean {
   return false;
 }
 
+export interface SplitOptions {
+  /** Long options that may stand alone (they then get an empty value). */
+  optionalValue?: readonly string[];
+  /**
+   * Read long options as getopt_long does, where a unique prefix names one (`--pres` is
+   * `--preserve-status`): what timeout(1)'s users type. An ambiguous prefix is a usage error that
+   * exits with this status.
+   */
+  prefixes?: { status: number };
+}
+
 /**
  * Splits `args` where the command begins: at `--` (dropped) or at the first word that is neither an
  * option nor an option's value, the way getopt's "+" mode does, so the command's own options are
- * never read as ours. Options in `optionalValue` may stand alone (they then get an empty value).
+ * never read as ours.
  */
 export function splitAtCommand(
   args: readonly string[],
   options: Options,
-  optionalValue: readonly string[] = [],
+  { optionalValue = [], prefixes }: SplitOptions = {},
 ): { ours: string[]; rest: string[] } {
   const ours: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
+    let arg = args[i] as string;
     if (arg === '--') return { ours, rest: args.slice(i + 1) };
     if (!arg.startsWith('-') || arg === '-') return { ours, rest: args.slice(i) };
+    if (prefixes && arg.startsWith('--')) arg = fullLongName(arg, options, prefixes.status);
     if (optionalValue.includes(arg.slice(2)) && arg.startsWith('--')) {
       // `--json FILE` takes the next word only when it can be a file: `--json -- cmd` has none.
       const next = args[i + 1];
@@ -64,6 +76,20 @@ export function splitAtCommand(
   return { ours, rest: [] };
 }
 
+/** `--pre[=value]` as the one long option it begins, or as it is when it begins none. */
+function fullLongName(arg: string, options: Options, status: number): string {
+  const eq = arg.indexOf('=');
+  const name = arg.slice(2, eq < 0 ? undefined : eq);
+  if (Object.hasOwn(options, name)) return arg;
+  const candidates = Object.keys(options).filter((o) => o.startsWith(name));
+  if (candidates.length > 1) {
+    const all = candidates.map((c) => `'--${c}'`).join(' ');
+    throw new UsageError(`option '${arg}' is ambiguous; possibilities: ${all}`, status);
+  }
+  // None: parseArgs reports it as unrecognized.
+  return candidates.length === 1 ? `--${candidates[0]}${eq < 0 ? '' : arg.slice(eq)}` : arg;
+}
+
 type Parsed<T extends Options> = ReturnType<
   typeof parseArgs<{ args: string[]; options: T; strict: true; allowPositionals: true }>
 >;
@@ -77,23 +103,32 @@ export function parseOptions<T extends Options>(args: string[], options: T, stat
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true });
   } catch (error) {
-    throw new UsageError(describeParseError(error as NodeJS.ErrnoException & Error), status);
+    throw new UsageError(describeParseError(error as NodeJS.ErrnoException & Error, args), status);
   }
 }
 
-function describeParseError(error: NodeJS.ErrnoException & Error): string {
+/** parseArgs' errors in getopt's words, which timeout(1) users (and their scripts) know. */
+function describeParseError(error: NodeJS.ErrnoException & Error, args: readonly string[]): string {
+  // parseArgs quotes the option as typed ('--foo', '-x') when it is unknown, else as declared
+  // ('-s, --signal <value>', '--quiet').
   const quoted = /'(-[^']*)'/.exec(error.message)?.[1] ?? '';
-  const option = quoted.split(' ')[0] ?? quoted;
+  const names = quoted.replace(/ <value>$/, '').split(', ');
+  const long = names.find((n) => n.startsWith('--'));
+  const short = names.find((n) => !n.startsWith('--'));
   switch (error.code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
-      // getopt's wording, which timeout(1) users (and their scripts) know.
-      return option.startsWith('--')
-        ? `unrecognized option '${option}'`
-        : `invalid option -- '${option.slice(1)}'`;
-    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
-      return error.message.includes('does not take')
-        ? `option '${option}' does not take a value`
-        : `option '${option}' needs a value`;
+      return quoted.startsWith('--')
+        ? `unrecognized option '${quoted}'`
+        : `invalid option -- '${quoted.slice(1)}'`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
+      // Only a long option can be given a value it does not take (`--quiet=yes`).
+      if (error.message.includes('does not take'))
+        return `option '${long ?? short}' doesn't allow an argument`;
+      const typedLong = long !== undefined && args.some((a) => a === long);
+      return typedLong || short === undefined
+        ? `option '${long}' requires an argument`
+        : `option requires an argument -- '${short.slice(1)}'`;
+    }
     default:
       return error.message.split('. ')[0] ?? error.message;
   }

@@ -113,7 +113,9 @@ Exit status:
   127    if COMMAND cannot be found
   137    if COMMAND had to be sent SIGKILL (128+9)
   128+N  if timeout itself was stopped by signal N
-  -      the exit status of COMMAND otherwise (128+N when it died of signal N)
+  -      the exit status of COMMAND otherwise; when COMMAND died of signal N,
+         timeout dies of it too (128+N in a shell; exits 128+N for USR1 and for
+         signals that dump core)
 `;
 
 /** --version in coreutils' shape: name (package) version, then the licence. */

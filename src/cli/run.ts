@@ -85,7 +85,7 @@ function passOn(out: NodeJS.WriteStream, chunk: Uint8Array): Promise<void> | und
 }
 
 export async function runCommand(args: string[]): Promise<number> {
-  const { ours, rest } = splitAtCommand(args, OPTIONS, ['json']);
+  const { ours, rest } = splitAtCommand(args, OPTIONS, { optionalValue: ['json'] });
   const { values } = parseOptions(ours, OPTIONS, EXIT_FAILED);
   if (values.help) {
     writeNow(1, RUN_HELP);

@@ -1,14 +1,16 @@
 import { realClock, type TimerHandle } from '../clock.js';
 import { isProcwardenError } from '../errors.js';
-import { DEFAULT_GRACE_MS, durationMs, normalizeSignal } from '../options/index.js';
+import { DEFAULT_GRACE_MS, normalizeSignal } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { isGone, platformTable } from '../tree/index.js';
 import type { RunHandle, RunResult } from '../types.js';
 import { parseOptions, splitAtCommand, UsageError } from './args.js';
+import { dieOfAtExit } from './die-of.js';
 import { EXIT_FAILED } from './exit-codes.js';
 import { timeoutStatus } from './exit-status.js';
 import { TIMEOUT_HELP, timeoutVersion } from './help.js';
 import { onStopSignals } from './signals.js';
+import { timeoutDurationMs } from './timeout-duration.js';
 import { packageVersion } from './version.js';
 import { sayNow, writeNow } from './write-now.js';
 
@@ -32,13 +34,9 @@ const STRERROR: Record<string, string> = {
   EISDIR: 'Is a directory',
 };
 
-/**
- * timeout(1)'s DURATION in ms; 0 means no limit. 'inf' (which strtod accepts) and a number too large
- * for a double mean no limit too; a positive number too small to count rounds up (durationMs).
- */
+/** timeout(1)'s DURATION in ms; 0 means no limit, as do `inf` and a number too large for a double. */
 function duration(text: string): number {
-  if (/^\s*inf(inity)?\s*$/i.test(text)) return 0;
-  const ms = durationMs(text);
+  const ms = timeoutDurationMs(text);
   if (ms === null) throw new UsageError(`invalid time interval '${text}'`, EXIT_FAILED);
   return Number.isFinite(ms) ? ms : 0;
 }
@@ -55,10 +53,11 @@ function signal(text: string): TimeoutSignal {
   }
 }
 
-const shortName = (sig: TimeoutSignal) => (sig === 0 ? '0' : sig.replace(/^SIG/, ''));
+/** As coreutils names them in its -v lines: signal 0 is `EXIT` (gnulib's sig2str). */
+const shortName = (sig: TimeoutSignal) => (sig === 0 ? 'EXIT' : sig.replace(/^SIG/, ''));
 
 export async function timeoutCommand(args: string[], prog: string): Promise<number> {
-  const { ours, rest } = splitAtCommand(args, OPTIONS);
+  const { ours, rest } = splitAtCommand(args, OPTIONS, { prefixes: { status: EXIT_FAILED } });
   const { values } = parseOptions(ours, OPTIONS, EXIT_FAILED);
   if (values.help) {
     writeNow(1, TIMEOUT_HELP);
@@ -176,6 +175,9 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     const code = result.error?.code ?? '';
     sayNow(2, `${prog}: failed to run command '${argv[0]}': ${STRERROR[code] ?? result.error?.message}\n`);
   }
+  // timeout(1) dies of the signal its command died of, when it neither timed out nor was told to
+  // stop (we then exit 128+N: see docs/cli.md).
+  if (!timedOut && !received && result.exitSignal) dieOfAtExit(result.exitSignal);
   return timeoutStatus(result, received, values['preserve-status'] === true, timedOut);
 }
 
