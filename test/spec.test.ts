@@ -46,6 +46,10 @@ describe('bad specs throw a typed error before anything starts', () => {
     ['a negative output.maxBytes', { argv: ['true'], output: { maxBytes: -1 } }, 'INVALID_OPTION'],
     ['a NaN output.maxBytes', { argv: ['true'], output: { maxBytes: Number.NaN } }, 'INVALID_OPTION'],
     ['a non-string env value', { argv: ['true'], env: { A: 1 } }, 'INVALID_OPTION'],
+    ['an env value with a NUL', { argv: ['true'], env: { A: 'x\0y' } }, 'INVALID_OPTION'],
+    ["an env name with '='", { argv: ['true'], env: { 'A=B': 'x' } }, 'INVALID_OPTION'],
+    ['an env name with a NUL', { argv: ['true'], env: { 'A\0B': 'x' } }, 'INVALID_OPTION'],
+    ['an empty env name', { argv: ['true'], env: { '': 'x' } }, 'INVALID_OPTION'],
     ['a signal that is not an AbortSignal', { argv: ['true'], signal: {} }, 'INVALID_OPTION'],
     [
       'an unopenable output file',
@@ -86,6 +90,19 @@ describe('parseDuration', () => {
 
   it.each(['invalid', '42D', '-1', '', '1 2', 's', '-1e-10000', '1e400'])('rejects %j', (text) => {
     expect(() => parseDuration(text)).toThrow(ProcwardenError);
+  });
+
+  it('blanks around the unit are allowed: " 2 s "', () => {
+    expect(parseDuration(' 2 s ')).toBe(2000);
+    expect(parseDuration('\t250 ms\n')).toBe(250);
+  });
+
+  it('a long text that is not a duration is rejected at once, not after a quadratic match', () => {
+    // 100 k blanks between a number and junk took the old pattern 14 s; the bound only catches a hang.
+    const t = performance.now();
+    expect(() => parseDuration(`1${' '.repeat(100_000)}x`)).toThrow(ProcwardenError);
+    expect(() => parseDuration(`${'1'.repeat(100_000)}x`)).toThrow(ProcwardenError);
+    expect(performance.now() - t).toBeLessThan(3000);
   });
 });
 
