@@ -34,10 +34,32 @@ describe('sink and callback failures after a normal exit', () => {
     }).result;
     expect(result.reason).toBe('exit');
     expect(result.exitCode).toBe(0);
-    expect(result.notes).toContain('output.onData threw: onData broke');
-    expect(result.notes).toContain('output.onBytes threw: onBytes broke');
+    // Called once per stream, each call threw: one note each, with the count.
+    expect([...result.notes].sort()).toEqual([
+      'output.onBytes threw: onBytes broke (2 times)',
+      'output.onData threw: onData broke (2 times)',
+    ]);
     expect(result.stdout.text).toBe('hello\n');
     expect(result.stderr.text).toBe('world\n');
+  });
+
+  it('a callback that throws on every chunk is one note with a count, and other failures keep theirs', async () => {
+    let calls = 0;
+    const result = await sup.spawn({
+      argv: ['sh', '-c', 'for i in 1 2 3 4 5 6; do echo $i; sleep 0.05; done'],
+      output: {
+        onData: () => {
+          calls++;
+          throw new Error(calls === 3 ? 'a different fault' : 'the usual fault');
+        },
+      },
+    }).result;
+    // However the lines were chunked, the third call was the different one.
+    expect(calls).toBeGreaterThanOrEqual(3);
+    expect(result.notes).toEqual([
+      `output.onData threw: the usual fault (${calls - 1} times)`,
+      'output.onData threw: a different fault',
+    ]);
   });
 
   it('a clean run has no notes', async () => {

@@ -24,6 +24,8 @@ export class OutputCollector {
   private receivedBytes = 0;
   private caughtUpWaiters: (() => void)[] = [];
   readonly notes: string[] = [];
+  /** Each distinct callback failure: how often, and where its note is. */
+  private readonly faults = new Map<string, { times: number; at: number }>();
 
   constructor(private readonly options: CollectorOptions) {
     if (options.file !== undefined) this.file = new FileSink(options.file, (text) => this.notes.push(text));
@@ -124,8 +126,16 @@ export class OutputCollector {
     }
   }
 
+  /** A callback that fails on every chunk is one note with a count, not a note per chunk. */
   private fault(what: string, error: unknown): void {
-    if (this.notes.length < 10) this.notes.push(`${what}: ${(error as Error)?.message ?? error}`);
+    const text = `${what}: ${(error as Error)?.message ?? error}`;
+    const seen = this.faults.get(text);
+    if (seen) {
+      seen.times++;
+      this.notes[seen.at] = `${text} (${seen.times} times)`;
+    } else if (this.notes.length < 10) {
+      this.faults.set(text, { times: 1, at: this.notes.push(text) - 1 });
+    }
   }
 }
 
