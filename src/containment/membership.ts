@@ -144,16 +144,15 @@ export class TreeMembership {
   private async proven(): Promise<ProcessInfo[] | null> {
     const proof = this.proof;
     if (!proof) return null;
-    const unmoved = () => this.table.births?.() === proof.births;
-    if (!unmoved()) return null;
     const alive: ProcessInfo[] = [];
     for (const m of proof.members) {
       const now = await this.table.get(m.pid);
       if (stillAlive(now, m) && !this.guard.forbidsPid(now.pid)) alive.push(now);
     }
-    // A member alive at the first read may have forked, then exited before its own: only a count
-    // that still has not moved after the reads says nothing was born while they were made.
-    return unmoved() ? alive : null;
+    // Read after the members, not before: a member alive at its read may have forked, then exited.
+    // The count only grows, so one that reads what the proof read now has read it all along: nothing
+    // was born since the proof, nor while the members were read. (One read, not one on each side.)
+    return this.table.births?.() === proof.births ? alive : null;
   }
 
   private async scanOnce(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
