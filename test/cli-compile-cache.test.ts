@@ -75,6 +75,15 @@ describe('the CLI compile cache', () => {
     expect(existsSync(join(tmp, 'node-compile-cache'))).toBe(false);
   });
 
+  it("is written when timeout dies of its command's signal (it leaves before any exit listener)", async () => {
+    const { xdg, tmp } = scratch();
+    const r = await runCli(['timeout', '5', 'sh', '-c', 'kill -TERM $$'], {
+      env: { ...clean, XDG_CACHE_HOME: xdg, TMPDIR: tmp },
+    });
+    expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGTERM' });
+    expect(entries(cacheOf(xdg)).some((f) => /\.timeout-[^/]*\.cjs\.\d+-\d+-\d+$/.test(f))).toBe(true);
+  });
+
   it('a second start uses the entries as they are; a corrupt one is replaced and costs nothing else', async () => {
     const { xdg, tmp } = scratch();
     const env = { XDG_CACHE_HOME: xdg, TMPDIR: tmp };

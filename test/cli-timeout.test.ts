@@ -292,6 +292,12 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
       "procwarden timeout: invalid option -- 'x'\nTry 'procwarden timeout --help' for more information.\n",
     ],
     [
+      'unknown long option with a value',
+      ['--bogus=1', '1', 'true'],
+      125,
+      "procwarden timeout: unrecognized option '--bogus=1'\nTry 'procwarden timeout --help' for more information.\n",
+    ],
+    [
       'ambiguous long option',
       ['--ver', '1', 'true'],
       125,
@@ -593,6 +599,18 @@ describe("procwarden timeout: the cases coreutils' own tests check", () => {
       expect({ d, status: (await timeout([d, 'true'])).status }).toEqual({ d, status: 0 });
     }
     expect((await timeout(['-k', '0x.4', '0.1', 'sh', '-c', 'trap "" TERM; sleep 10'])).status).toBe(137);
+  });
+
+  it('-p and -f, the short forms of --preserve-status and --foreground (POSIX.1-2024)', async () => {
+    expect((await timeout(['-p', '.1', 'sleep', '10'])).status).toBe(143);
+    expect((await timeout(['-f', '-p', '-s', 'INT', '.1', 'sleep', '10'])).status).toBe(130);
+  });
+
+  it('negative zero is no limit; the missing value named as typed', async () => {
+    expect((await timeout(['--', '-0', 'true'])).status).toBe(0);
+    expect((await timeout(['-k', '-0.0', '.1', 'sleep', '10'])).status).toBe(124);
+    const r = await timeout(['--signal', 'INT', '-s']);
+    expect(r.stderr.split('\n')[0]).toBe("procwarden timeout: option requires an argument -- 's'");
   });
 
   it('long options by a unique prefix, as getopt_long reads them', async () => {

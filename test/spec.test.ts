@@ -146,6 +146,14 @@ describe('environment, cookie and stdin', () => {
     expect(off.stdout.text).toBe('unset');
   });
 
+  it('an env entry set to undefined removes the variable, whatever its name', async () => {
+    const r = await sup.spawn({
+      argv: ['sh', '-c', 'if [ -z "$HOME" ]; then echo none; fi'],
+      env: { HOME: undefined, 'A=B': undefined },
+    }).result;
+    expect(r.stdout.text).toBe('none\n');
+  });
+
   it('env merges into process.env unless extendEnv is false', async () => {
     process.env.PW_TEST_INHERITED = 'yes';
     try {

@@ -28,6 +28,11 @@ describe('timeout DURATION, read as strtod reads it', () => {
     [`0x1${'0'.repeat(999)}p-4000`, 62.5],
     ['0', 0],
     ['0x0', 0],
+    ['0x0p1024', 0],
+    // Negative zero is zero, as coreutils reads it (`timeout -- -0 cmd`: no limit).
+    ['-0', 0],
+    ['-0.0s', 0],
+    ['-0x0', 0],
   ])('%j is %d ms', (text, ms) => {
     expect(timeoutDurationMs(text)).toBeCloseTo(ms, 6);
   });
@@ -49,6 +54,11 @@ describe('timeout DURATION, read as strtod reads it', () => {
     expect(timeoutDurationMs(text)).toBe(1);
   });
 
+  it('a hexadecimal value that is a double is not lost to an underflowing scale', () => {
+    expect(timeoutDurationMs('0x8000000000000000p-1100s')).toBeGreaterThan(0);
+    expect(timeoutDurationMs('0x8000000000000000p-1100s')).toBeLessThan(1e-300);
+  });
+
   it.each([
     '',
     'invalid',
@@ -60,8 +70,8 @@ describe('timeout DURATION, read as strtod reads it', () => {
     '1e+',
     '0x',
     '0xg',
-    '-0',
     '-1',
+    '-1e-400',
     '-inf',
     '1.5.5',
     '1d1',

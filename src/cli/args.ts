@@ -116,15 +116,18 @@ function describeParseError(error: NodeJS.ErrnoException & Error, args: readonly
   const long = names.find((n) => n.startsWith('--'));
   const short = names.find((n) => !n.startsWith('--'));
   switch (error.code) {
-    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
-      return quoted.startsWith('--')
-        ? `unrecognized option '${quoted}'`
-        : `invalid option -- '${quoted.slice(1)}'`;
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
+      if (!quoted.startsWith('--')) return `invalid option -- '${quoted.slice(1)}'`;
+      // parseArgs names `--foo=bar` as `--foo`; getopt says the word as typed.
+      const typed = args.find((a) => a.startsWith(`${quoted}=`)) ?? quoted;
+      return `unrecognized option '${typed}'`;
+    }
     case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
       // Only a long option can be given a value it does not take (`--quiet=yes`).
       if (error.message.includes('does not take'))
         return `option '${long ?? short}' doesn't allow an argument`;
-      const typedLong = long !== undefined && args.some((a) => a === long);
+      // Only the last word can lack its value: that word says which form was typed.
+      const typedLong = long !== undefined && args.at(-1) === long;
       return typedLong || short === undefined
         ? `option '${long}' requires an argument`
         : `option requires an argument -- '${short.slice(1)}'`;

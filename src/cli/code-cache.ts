@@ -167,7 +167,16 @@ export function cacheOwnCode(
       importModuleDynamically: vmConstants?.USE_MAIN_CONTEXT_DEFAULT_LOADER,
     });
     if (entry !== null && (cachedData === undefined || script.cachedDataRejected)) {
-      if (pending.length === 0) process.once('exit', () => quietly(() => persist(dir, pending)));
+      if (pending.length === 0) {
+        // At the loop's end, not only at 'exit': timeout, dying of its command's signal, leaves
+        // from 'beforeExit' (dieOfAtExit), and no 'exit' listener runs then.
+        const save = () => {
+          const batch = pending.splice(0);
+          if (batch.length > 0) quietly(() => persist(dir, batch));
+        };
+        process.once('beforeExit', save);
+        process.once('exit', save);
+      }
       pending.push({ script, file: filename, entry });
     }
     const wrapper = script.runInThisContext({ displayErrors: true });

@@ -80,9 +80,9 @@ A drop-in replacement for coreutils timeout(1) that also reaches the descendants
 COMMAND's process group (setsid, a double fork).
 
 Mandatory arguments to long options are mandatory for short options too.
-      --preserve-status
+  -p, --preserve-status
                  exit with COMMAND's own status, even when it timed out
-      --foreground
+  -f, --foreground
                  let COMMAND read from the TTY and get TTY signals; in this mode
                    only COMMAND itself is signalled, not its children
   -k, --kill-after=DURATION

@@ -17,8 +17,9 @@ import { sayNow, writeNow } from './write-now.js';
 const OPTIONS = {
   signal: { type: 'string', short: 's' },
   'kill-after': { type: 'string', short: 'k' },
-  'preserve-status': { type: 'boolean' },
-  foreground: { type: 'boolean' },
+  // -p and -f: POSIX.1-2024's timeout, which coreutils has taken up.
+  'preserve-status': { type: 'boolean', short: 'p' },
+  foreground: { type: 'boolean', short: 'f' },
   verbose: { type: 'boolean', short: 'v' },
   help: { type: 'boolean' },
   version: { type: 'boolean' },

@@ -121,20 +121,28 @@ function normalizeEnv(spec: RunSpec, runId: string): { env: Record<string, strin
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   }
   for (const [k, v] of Object.entries(spec.env ?? {})) {
+    if (v === undefined) {
+      delete env[k];
+      continue;
+    }
     // The kernel takes NAME=value strings up to a NUL: a name with '=' would set another variable
     // (`A=B` set to x is `A` set to `B=x`), a NUL would cut it short. (Windows keeps per-drive
     // directories in names that begin with '=', such as `=C:`.)
-    if (k === '' || k.indexOf('=', process.platform === 'win32' ? 1 : 0) >= 0 || k.includes('\0')) {
+    if (
+      k === '' ||
+      k === '=' ||
+      k.indexOf('=', process.platform === 'win32' ? 1 : 0) >= 0 ||
+      k.includes('\0')
+    ) {
       throw invalid(
         `env has the name ${JSON.stringify(k)}; a variable's name must be non-empty, without '=' or NUL.`,
         'INVALID_OPTION',
       );
     }
-    if (v === undefined) delete env[k];
-    else if (typeof v !== 'string') throw invalid(`env.${k} is ${typeof v}, not a string.`, 'INVALID_OPTION');
-    else if (v.includes('\0'))
+    if (typeof v !== 'string') throw invalid(`env.${k} is ${typeof v}, not a string.`, 'INVALID_OPTION');
+    if (v.includes('\0'))
       throw invalid(`env.${k} contains a NUL byte, which no environment can carry.`, 'INVALID_OPTION');
-    else env[k] = v;
+    env[k] = v;
   }
   // An inherited cookie belongs to an outer run; ours replaces it so sweeps see the innermost owner.
   delete env[COOKIE_NAME];
