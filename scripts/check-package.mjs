@@ -20,8 +20,8 @@ try {
     }),
   );
   run('npx', ['publint', '--strict']);
-  // ESM only by design (engines: Node ≥ 20, where CommonJS callers can `await import()` it): the one
-  // rule that reports exactly that is the only one ignored.
+  // An ES module by design: CommonJS callers require() it (Node 20.19+, 22.12+, 24) or await
+  // import() it. The one rule that reports exactly that is the only one ignored.
   run('npx', ['attw', join(dir, packed.filename), '--ignore-rules', 'cjs-resolves-to-esm']);
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -75,3 +75,6 @@ function refuseAtOnce(pid: number): void {
 }
 
 export default treeKill;
+// `require('procwarden/tree-kill')` is then the function itself, as `require('tree-kill')` is: Node
+// 20.19+, 22.12+ and 24 load an ES module from require() and return this export when it exists.
+export { treeKill as 'module.exports' };

@@ -82,6 +82,18 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
     expect(printed).toEqual({ reason: 'exit', out: 'hello from the tarball\n', treeKill: 'function' });
   });
 
+  it("require('procwarden/tree-kill') is the function, as require('tree-kill') is; require('procwarden') has the API", async () => {
+    const printed = await runScript('use.cjs', [
+      "const kill = require('procwarden/tree-kill');",
+      "const { Supervisor, run } = require('procwarden');",
+      "const child = require('node:child_process').spawn('sh', ['-c', 'sleep 30 & wait'], { stdio: 'ignore' });",
+      'kill(child.pid, (error) => {',
+      '  console.log(JSON.stringify({ kill: typeof kill, error: error ?? null, Supervisor: typeof Supervisor, run: typeof run }));',
+      '});',
+    ]);
+    expect(printed).toEqual({ kill: 'function', error: null, Supervisor: 'function', run: 'function' });
+  });
+
   it('importing it loads no child_process, net or tty; the first run does', async () => {
     // process.moduleLoadList names the builtins loaded so far: 6-8 ms of start-up left to the
     // first spawn, which needs them (src/lazy-builtins.ts).
