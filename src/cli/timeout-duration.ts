@@ -1,4 +1,4 @@
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+import { DURATION_UNITS } from '../options/index.js';
 
 /**
  * What the C library's strtod reads at the start of a DURATION (after optional blanks and a sign):
@@ -26,7 +26,7 @@ export function timeoutDurationMs(text: string): number | null {
   if (inf) return Number.POSITIVE_INFINITY;
   if (zero) return 0;
   const number = hex ? hexValue(hex, Number(binaryExponent ?? 0)) : Number(`${decimal}e${exponent ?? 0}`);
-  const value = number * (UNITS[unit] ?? 1000);
+  const value = number * (DURATION_UNITS[unit] ?? 1000);
   return value === 0 ? 1 : value;
 }
 

@@ -1,14 +1,14 @@
 import { ProcwardenError } from '../errors.js';
 
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** Milliseconds per unit of a duration text; `timeout`'s own reader shares them. */
+export const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
  * The milliseconds a duration text says, before any range check: null when it is not a duration,
- * Infinity when it is one too large for a double (timeout(1) reads such a value as "no limit").
- * A positive text never says 0: one whose value underflows rounds up to the smallest interval our
- * timers have, 1 ms (timeout(1) rounds up to its smallest interval the same way).
+ * Infinity when it is one too large for a double (which checkDuration refuses). A positive text
+ * never says 0: one whose value underflows rounds up to the smallest interval our timers have, 1 ms.
  */
-export function durationMs(text: string, bareUnit: keyof typeof UNITS = 's'): number | null {
+function durationMs(text: string, bareUnit: keyof typeof UNITS = 's'): number | null {
   // Trimmed first: blanks on both sides of an optional unit made the match quadratic in the
   // length of a text that is not a duration (100 k blanks took 14 s).
   const match = /^(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*(ms|s|m|h|d)?$/.exec(text.trim());

@@ -1,4 +1,4 @@
-export { checkDuration, durationMs, parseDuration } from './duration.js';
+export { checkDuration, parseDuration, UNITS as DURATION_UNITS } from './duration.js';
 export {
   COOKIE_NAME,
   checkPtyCells,
