@@ -50,6 +50,15 @@ describe('ps process table (macOS/BSD)', () => {
     expect(parsePs('garbage\n\n  12 x\n')).toEqual([]);
   });
 
+  it('a command named with many blanks is read at once, trailing blanks trimmed', () => {
+    // Any process can name itself so; the old pattern took 3 s for this one row.
+    const name = `a${' '.repeat(60_000)}b`;
+    const t = performance.now();
+    const rows = parsePs(`  123     1   123 Wed Dec  2 04:07:19 2026 S    ${name}   \n`);
+    expect(performance.now() - t).toBeLessThan(1000);
+    expect(rows.map((r) => r.command)).toEqual([name]);
+  });
+
   it('asks ps once per snapshot, with the documented columns', async () => {
     const { runner, calls } = recorded(() => ({ code: 0, stdout: MACOS }));
     const list = await new PsTable(runner).list();

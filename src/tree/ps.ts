@@ -100,7 +100,7 @@ export class PsTable implements ProcessTable {
 
 // pid ppid pgid  Dow Mon DD HH:MM:SS YYYY  stat  comm (the rest of the line; may hold spaces)
 const ROW =
-  /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\w{3}\s+\w{3}\s+\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4})\s+(\S+)\s+(.*?)\s*$/;
+  /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\w{3}\s+\w{3}\s+\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4})\s+(\S+)\s+(.*)$/;
 
 /** Parses the output of `ps -o pid=,ppid=,pgid=,lstart=,stat=,comm=`; lines it cannot read are skipped. */
 export function parsePs(text: string): ProcessInfo[] {
@@ -116,7 +116,9 @@ export function parsePs(text: string): ProcessInfo[] {
       sid: -1,
       startTime: (lstart ?? '').replace(/\s+/g, ' '),
       state: (stat ?? '?').charAt(0),
-      command: comm ?? '',
+      // Trailing blanks trimmed here, not by the pattern: a lazy match before `\s*$` is quadratic
+      // in a command named with many blanks, and any process can name itself so.
+      command: (comm ?? '').trimEnd(),
     });
   }
   return out;
