@@ -31,12 +31,25 @@ function wall(argv) {
 }
 
 const node = process.execPath;
+const FIXTURES = join(ROOT, 'bench', 'fixtures');
 const CONTENDERS = [
   { name: NODE, argv: [node, '-e', '0'] },
+  // The floors under the goals, measured in the same run: what Node's ESM loader costs with nothing
+  // to load, and the least a Node program can do to run `true` and pass its status on.
+  {
+    name: 'node -e "import()" of an empty module',
+    argv: [node, '-e', `import(${JSON.stringify(pathToFileURL(join(FIXTURES, 'empty.mjs')).href)})`],
+  },
+  { name: 'node: spawn true, wait (5 lines)', argv: [node, join(FIXTURES, 'spawn-true.cjs')] },
   {
     name: 'node -e "import(\'procwarden\')"',
     argv: [node, '-e', `import(${JSON.stringify(LIBRARY)})`],
     goal: 1.25,
+  },
+  {
+    // What a program that uses the library pays in all, the first run included.
+    name: "import + run({ argv: ['true'] })",
+    argv: [node, '-e', `import(${JSON.stringify(LIBRARY)}).then((m) => m.run({ argv: ['true'] }).result)`],
   },
   { name: 'procwarden --version', argv: [node, CLI, '--version'], goal: 1.15 },
   { name: 'procwarden timeout 10 true', argv: [node, CLI, 'timeout', '10', 'true'], goal: 1.5 },
