@@ -37,3 +37,49 @@ export class ProcwardenError extends Error {
 export function isProcwardenError(value: unknown): value is ProcwardenError {
   return value instanceof ProcwardenError;
 }
+
+/**
+ * What a thrown or rejected value says, for a note or a message; never throws itself. A user's
+ * callback can throw anything: a Symbol (which a template literal refuses), an object without a
+ * prototype (which String() refuses), a Proxy whose every trap throws.
+ */
+export function describeThrown(value: unknown): string {
+  try {
+    if (typeof value === 'object' && value !== null && 'message' in value) {
+      const { message } = value as { message: unknown };
+      if (typeof message === 'string') return message;
+    }
+  } catch {
+    // a Proxy, say: shown as a value below
+  }
+  return safeString(value);
+}
+
+/**
+ * A value as a validation message shows it: strings and plain data as JSON, anything else as
+ * String() gives it (NaN stays NaN); never throws, whatever a caller passed (a BigInt or a cycle,
+ * which JSON refuses; an object without a prototype).
+ */
+export function showValue(value: unknown): string {
+  if (typeof value === 'string' || (typeof value === 'object' && value !== null)) {
+    try {
+      const json = JSON.stringify(value);
+      if (json !== undefined) return json;
+    } catch {
+      // a BigInt inside, a cycle, a throwing getter: String() below
+    }
+  }
+  return safeString(value);
+}
+
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      return '(a value that cannot be shown)';
+    }
+  }
+}

@@ -1,4 +1,5 @@
 import { type Clock, realClock } from '../clock.js';
+import { describeThrown } from '../errors.js';
 import { Deliverer, Guard, type SendSignal, terminate } from '../kill/index.js';
 import { normalizeSignal } from '../options/index.js';
 import { CoalescingTable, isGone, type ProcessTable, platformTable } from '../tree/index.js';
@@ -137,7 +138,7 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
         });
       } catch (error) {
         // One record's failure must not cost the others their reap; the record stays for a retry.
-        const note = `reap failed: ${(error as Error)?.message ?? error}`;
+        const note = `reap failed: ${describeThrown(error)}`;
         return { ...base, action: 'incomplete' as const, notes: [note] };
       }
     }),

@@ -1,5 +1,6 @@
 import { ProcwardenError } from '../errors.js';
 import { normalizeSpec } from '../options/index.js';
+import { checkWritable } from '../output/index.js';
 import type { RunSpec, StreamName } from '../types.js';
 
 /**
@@ -19,7 +20,13 @@ export function checkLiveSpec(spec: RunSpec): void {
       `a live session talks to its process over stdin; leave spec.stdin unset (it is 'pipe'), got ${JSON.stringify(typeof spec.stdin === 'string' ? spec.stdin : typeof spec.stdin)}.`,
     );
   }
-  normalizeSpec({ ...spec, stdin: 'pipe' }, 'live-spec-check');
+  // As it will be spawned, the session's own onData included (output.inherit cannot have one).
+  const spawned = normalizeSpec(
+    liveSpec(spec, () => {}),
+    'live-spec-check',
+  );
+  // Opened only at the spawn, after any eviction: the likely failures are checked now.
+  if (spawned.file !== undefined) checkWritable(spawned.file);
 }
 
 /** The session's process talks over stdin; its output also feeds the session (events, turn silence). */

@@ -1,4 +1,4 @@
-import { ProcwardenError } from '../errors.js';
+import { ProcwardenError, showValue } from '../errors.js';
 import type { AcquireOptions, LivePoolOptions, LiveSessionOptions, TurnOptions } from './types.js';
 
 export const DEFAULT_MAX_DRAIN_MS = 15 * 60_000;
@@ -30,7 +30,7 @@ function millis(value: unknown, what: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
     throw invalid(
-      `${what}: ${String(value)} is not a valid duration; give milliseconds, 0 or more (or Infinity).`,
+      `${what}: ${showValue(value)} is not a valid duration; give milliseconds, 0 or more (or Infinity).`,
     );
   }
   return value;

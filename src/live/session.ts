@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../clock.js';
-import { ProcwardenError } from '../errors.js';
+import { describeThrown, ProcwardenError } from '../errors.js';
 import type { Supervisor } from '../supervisor/index.js';
 import type { RunHandle, RunResult, RunSpec, StreamName } from '../types.js';
 import { ChildRegistry, type LiveChild } from './children.js';
@@ -324,7 +324,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
   private reportError(event: string, error: unknown): void {
     const failure = new ProcwardenError(
       'LISTENER_THREW',
-      `live session ${this.id}: a '${event}' listener threw (${error instanceof Error ? error.message : String(error)}); the session carries on and no other listener or line was affected.`,
+      `live session ${this.id}: a '${event}' listener threw (${describeThrown(error)}); the session carries on and no other listener or line was affected.`,
       { cause: error },
     );
     const listeners = event === 'error' ? [] : this.rawListeners('error');

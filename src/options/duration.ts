@@ -1,4 +1,4 @@
-import { ProcwardenError } from '../errors.js';
+import { ProcwardenError, showValue } from '../errors.js';
 
 /** Milliseconds per unit of a duration text; `timeout`'s own reader shares them. */
 export const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -38,7 +38,7 @@ export function checkDuration(value: unknown, what: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw new ProcwardenError(
       'INVALID_DURATION',
-      `${what}: ${String(value)} is not a valid duration; give a finite number of milliseconds, 0 or more.`,
+      `${what}: ${showValue(value)} is not a valid duration; give a finite number of milliseconds, 0 or more.`,
     );
   }
   return value;

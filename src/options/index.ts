@@ -1,11 +1,13 @@
 export { checkDuration, parseDuration, UNITS as DURATION_UNITS } from './duration.js';
 export {
   COOKIE_NAME,
+  checkInput,
   checkPtyCells,
   DEFAULT_DRAIN_MS,
   DEFAULT_GRACE_MS,
   DEFAULT_MAX_BYTES,
   type NormalSpec,
   normalizeSpec,
+  OUTER_COOKIES_NAME,
 } from './normalize.js';
 export { normalizeSignal, signalName, signalNumber } from './signals.js';

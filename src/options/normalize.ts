@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { ProcwardenError } from '../errors.js';
+import { ProcwardenError, showValue } from '../errors.js';
 import type { ContainmentMode, OutputOptions, PtyOptions, RunMode, RunSpec } from '../types.js';
 import { checkDuration } from './duration.js';
 import { normalizeSignal } from './signals.js';
@@ -8,6 +8,24 @@ export const DEFAULT_GRACE_MS = 5000;
 export const DEFAULT_DRAIN_MS = 500;
 export const DEFAULT_MAX_BYTES = 1024 * 1024;
 export const COOKIE_NAME = 'PROCWARDEN_RUN';
+/**
+ * The runs whose trees this process is in, besides its own run: a run started inside another run
+ * (procwarden under procwarden, an agent's tool that supervises commands of its own) stays the
+ * outer runs' member too, so a member that escapes the inner run with the inner cookie is still
+ * found by the outer sweeps. Space-separated run ids, innermost last.
+ */
+export const OUTER_COOKIES_NAME = 'PROCWARDEN_OUTER_RUNS';
+/** Run ids are `pw` + base 36 + hex + `-N`; anything else in the variables is not ours to carry. */
+const COOKIE_WORD = /^[A-Za-z0-9_-]{1,64}$/;
+/** Bounds the variable's growth however deep the nesting (the innermost are kept). */
+const MAX_OUTER = 16;
+
+/** The runs this process belongs to (its own environment's cookie and outer runs), for what it starts. */
+function outerCookies(): string[] {
+  const own = process.env[COOKIE_NAME];
+  const words = [...(process.env[OUTER_COOKIES_NAME] ?? '').split(' '), own ?? ''];
+  return [...new Set(words.filter((w) => COOKIE_WORD.test(w)))].slice(-MAX_OUTER);
+}
 
 /** A spec after validation: every default filled in, every value checked. */
 export interface NormalSpec {
@@ -67,7 +85,7 @@ function invalid(message: string, code: 'INVALID_SPEC' | 'INVALID_ARGV' | 'INVAL
 function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string, fallback: T): T {
   if (value === undefined) return fallback;
   if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
-  throw invalid(`${what}: ${JSON.stringify(value)} is not one of ${allowed.join(', ')}.`, 'INVALID_OPTION');
+  throw invalid(`${what}: ${showValue(value)} is not one of ${allowed.join(', ')}.`, 'INVALID_OPTION');
 }
 
 function optionalDuration(value: unknown, what: string, fallback: number): number {
@@ -79,12 +97,14 @@ function optionalByteCount(value: unknown, what: string, fallback: number): numb
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw invalid(
-      `${what}: ${String(value)} is not a valid size; give a finite number of bytes, 0 or more.`,
+      `${what}: ${showValue(value)} is not a valid size; give a finite number of bytes, 0 or more.`,
       'INVALID_OPTION',
     );
   }
   return value;
 }
+
+const MAX_ARGS = 1_000_000;
 
 function normalizeArgv(spec: RunSpec): [string, ...string[]] {
   const argv = spec.argv as unknown;
@@ -94,7 +114,18 @@ function normalizeArgv(spec: RunSpec): [string, ...string[]] {
       'INVALID_ARGV',
     );
   }
-  argv.forEach((arg, i) => {
+  // No exec takes more (Linux: all of argv and the environment in 2 MB at most); an array claiming
+  // more elements is refused before anything walks it.
+  if (argv.length > MAX_ARGS) {
+    throw invalid(
+      `argv has ${argv.length} elements; no command line holds more than ${MAX_ARGS}.`,
+      'INVALID_ARGV',
+    );
+  }
+  // One read of each element, holes included (forEach skips them: ['echo', , 'x'] would run
+  // `echo undefined x`); what is checked is what runs, however the array behaves when read again.
+  const copy: unknown[] = Array.from(argv);
+  copy.forEach((arg, i) => {
     if (typeof arg !== 'string') {
       throw invalid(
         `argv[${i}] is ${typeof arg}, not a string; pass every argument as a string.`,
@@ -104,9 +135,9 @@ function normalizeArgv(spec: RunSpec): [string, ...string[]] {
     if (arg.includes('\0'))
       throw invalid(`argv[${i}] contains a NUL byte, which no command line can carry.`, 'INVALID_ARGV');
   });
-  if (argv[0] === '') throw invalid('argv[0] is empty; it must name the command to run.', 'INVALID_ARGV');
-  const list = argv as [string, ...string[]];
-  return spec.shell ? ['/bin/sh', '-c', list.join(' ')] : [...list];
+  if (copy[0] === '') throw invalid('argv[0] is empty; it must name the command to run.', 'INVALID_ARGV');
+  const list = copy as [string, ...string[]];
+  return spec.shell ? ['/bin/sh', '-c', list.join(' ')] : list;
 }
 
 function normalizeEnv(spec: RunSpec, runId: string): { env: Record<string, string>; cookie: string | null } {
@@ -144,11 +175,22 @@ function normalizeEnv(spec: RunSpec, runId: string): { env: Record<string, strin
       throw invalid(`env.${k} contains a NUL byte, which no environment can carry.`, 'INVALID_OPTION');
     env[k] = v;
   }
-  // An inherited cookie belongs to an outer run; ours replaces it so sweeps see the innermost owner.
+  // An inherited cookie belongs to an outer run: ours replaces it, so that sweeps see the innermost
+  // owner, and it moves to the list of outer runs, so that the outer run still finds what this one
+  // starts (without cookie: false for this run, never for theirs). Neither is the spec's to set.
   delete env[COOKIE_NAME];
+  delete env[OUTER_COOKIES_NAME];
+  const outer = outerCookies();
+  if (outer.length > 0) env[OUTER_COOKIES_NAME] = outer.join(' ');
   const cookie = spec.cookie === false ? null : runId;
   if (cookie) env[COOKIE_NAME] = cookie;
   return { env, cookie };
+}
+
+/** What `handle.stdin.write()` takes: text (sent as UTF-8) or bytes; anything else is refused. */
+export function checkInput(data: unknown): string | Uint8Array {
+  if (typeof data === 'string' || data instanceof Uint8Array) return data;
+  throw invalid(`stdin.write takes a string or a Uint8Array, not ${showValue(data)}.`, 'INVALID_OPTION');
 }
 
 function normalizeStdin(value: RunSpec['stdin']): NormalSpec['stdin'] {
@@ -196,12 +238,23 @@ export function checkPtyCells(value: unknown, what: string): number {
 }
 
 function normalizePty(pty: PtyOptions | undefined, env: Record<string, string>): Required<PtyOptions> {
+  if (pty !== undefined && (typeof pty !== 'object' || pty === null)) {
+    throw invalid('pty must be an object ({ cols, rows, term }).', 'INVALID_OPTION');
+  }
   const size = (value: unknown, what: string, fallback: number) =>
     value === undefined ? fallback : checkPtyCells(value, what);
+  const term: unknown = pty?.term;
+  // It becomes the command's TERM: checked as an environment value is.
+  if (term !== undefined && (typeof term !== 'string' || term === '' || term.includes('\0'))) {
+    throw invalid(
+      `pty.term ${showValue(term)} is not a terminal type; give a name such as 'xterm-256color'.`,
+      'INVALID_OPTION',
+    );
+  }
   return {
     cols: size(pty?.cols, 'pty.cols', 120),
     rows: size(pty?.rows, 'pty.rows', 30),
-    term: pty?.term ?? env.TERM ?? 'xterm-256color',
+    term: term ?? env.TERM ?? 'xterm-256color',
   };
 }
 

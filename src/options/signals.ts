@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { ProcwardenError } from '../errors.js';
+import { ProcwardenError, showValue } from '../errors.js';
 
 const SIGNALS = constants.signals as Record<string, number>;
 
@@ -16,7 +16,7 @@ export function normalizeSignal(value: unknown, what = 'signal'): NodeJS.Signals
   }
   throw new ProcwardenError(
     'INVALID_SIGNAL',
-    `${what}: ${JSON.stringify(value)} is not a signal this platform knows; use a name such as SIGTERM, SIGINT or SIGHUP.`,
+    `${what}: ${showValue(value)} is not a signal this platform knows; use a name such as SIGTERM, SIGINT or SIGHUP.`,
   );
 }
 

@@ -54,9 +54,12 @@ export class BoundedCapture {
       return { text: decodeAll(Buffer.concat([head, ...this.tail])), bytes: this.total, truncated: false };
     let tail = Buffer.concat(this.tail);
     if (tail.length > this.tailMax) tail = tail.subarray(tail.length - this.tailMax);
-    const dropped = this.total - head.length - tail.length;
+    const shownHead = trimIncompleteEnd(head);
+    const shownTail = trimContinuationStart(tail);
+    // What the text leaves out, the bytes of a character cut at either edge included.
+    const dropped = this.total - shownHead.length - shownTail.length;
     return {
-      text: `${decodeAll(trimIncompleteEnd(head))}\n[… ${dropped} bytes truncated …]\n${decodeAll(trimContinuationStart(tail))}`,
+      text: `${decodeAll(shownHead)}\n[… ${dropped} bytes truncated …]\n${decodeAll(shownTail)}`,
       bytes: this.total,
       truncated: true,
     };

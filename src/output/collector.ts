@@ -1,4 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
+import { describeThrown } from '../errors.js';
 import type { OutputOptions, StreamCapture, StreamName } from '../types.js';
 import { BoundedCapture } from './capture.js';
 import { FileSink } from './file-sink.js';
@@ -99,7 +100,8 @@ export class OutputCollector {
 
   private hold(waits: PromiseLike<void>[]): Promise<void> {
     this.pending++;
-    return Promise.all(waits).then(() => {
+    // Settled, not fulfilled: a wait that fails must not leave the consumer 'behind' for ever.
+    return Promise.allSettled(waits).then(() => {
       this.pending--;
       if (this.pending > 0) return;
       for (const wake of this.caughtUpWaiters.splice(0)) wake();
@@ -128,7 +130,7 @@ export class OutputCollector {
 
   /** A callback that fails on every chunk is one note with a count, not a note per chunk. */
   private fault(what: string, error: unknown): void {
-    const text = `${what}: ${(error as Error)?.message ?? error}`;
+    const text = `${what}: ${describeThrown(error)}`;
     const seen = this.faults.get(text);
     if (seen) {
       seen.times++;

@@ -1,7 +1,34 @@
-import { constants, createWriteStream, fstatSync, openSync } from 'node:fs';
+import { accessSync, constants, createWriteStream, fstatSync, openSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { ProcwardenError } from '../errors.js';
 import { net } from '../lazy-builtins.js';
+
+/**
+ * What would make opening `path` for output fail, checked without opening it (opening a FIFO's
+ * write end and closing it again would hand its reader an end of file): a missing directory, a
+ * directory in its place, no write permission. Throws what the sink's open would throw.
+ */
+export function checkWritable(path: string): void {
+  const cannot = (code: string | undefined) =>
+    new ProcwardenError(
+      'INVALID_OPTION',
+      `output.file ${JSON.stringify(path)} cannot be opened for writing (${code}); check that its directory exists and is writable.`,
+    );
+  try {
+    if (statSync(path).isDirectory()) throw cannot('EISDIR');
+    accessSync(path, constants.W_OK);
+  } catch (error) {
+    if (error instanceof ProcwardenError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') throw cannot(code);
+    try {
+      accessSync(dirname(resolve(path)), constants.W_OK | constants.X_OK);
+    } catch (parent) {
+      throw cannot((parent as NodeJS.ErrnoException).code);
+    }
+  }
+}
 
 /**
  * output.file: every byte, written asynchronously so that a slow reader never blocks the host.

@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { LaunchPlan } from '../containment/index.js';
 import { childProcess } from '../lazy-builtins.js';
+import { checkInput } from '../options/index.js';
 import type { RunStdin, StreamName } from '../types.js';
 import type { LaunchEvents, Launched, LaunchOptions } from './types.js';
 
@@ -85,7 +86,10 @@ function wrapStdin(stream: Writable): RunStdin {
   // EPIPE when the command closed its stdin early is the command's business, not a crash of ours.
   stream.on('error', () => {});
   return {
-    write: (data) => (stream.writable ? stream.write(data) : false),
+    write: (data) => {
+      const input = checkInput(data);
+      return stream.writable ? stream.write(input) : false;
+    },
     end: () => {
       if (stream.writable) stream.end();
     },

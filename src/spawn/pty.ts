@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { checkInput } from '../options/index.js';
 import type { RunStdin } from '../types.js';
 import { type PtyPlatform, ptyPlatform } from './pty-platform.js';
 import type { PtyDriver, PtyTerminal } from './pty-terminal.js';
@@ -80,8 +81,9 @@ class PtyInput implements RunStdin {
   ) {}
 
   write(data: string | Uint8Array): boolean {
+    const input = checkInput(data);
     if (this.ended || this.exited()) return false;
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data);
+    const bytes = typeof input === 'string' ? Buffer.from(input, 'utf8') : Buffer.from(input);
     if (bytes.length === 0) return true;
     const last = bytes[bytes.length - 1];
     this.lineOpen = last !== 0x0a && last !== 0x0d;

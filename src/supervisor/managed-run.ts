@@ -1,6 +1,6 @@
 import { type Clock, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
-import { ProcwardenError } from '../errors.js';
+import { describeThrown, ProcwardenError } from '../errors.js';
 import { type SendSignal, terminate } from '../kill/index.js';
 import { checkPtyCells, type NormalSpec, normalizeSignal } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
@@ -165,7 +165,7 @@ export class ManagedRun implements RunHandle {
     const pid = this.launched.pid;
     if (pid === undefined) return; // the failure event follows
     this.attached = this.hold.attach(pid, this.launched).catch((error) => {
-      this.notes.push(`could not record the command's identity: ${error}`);
+      this.notes.push(`could not record the command's identity: ${describeThrown(error)}`);
     });
     const { clock } = this.deps;
     if (this.spec.timeoutMs > 0) {
@@ -174,11 +174,13 @@ export class ManagedRun implements RunHandle {
     if (this.spec.noOutputTimeoutMs > 0) this.armSilence(this.spec.noOutputTimeoutMs);
   }
 
-  cancel(reason?: string, options: CancelOptions = {}): void {
+  cancel(reason?: string, options?: CancelOptions): void {
+    const signal = options?.signal;
     this.stop(
       'cancelled',
-      reason,
-      options.signal === undefined ? undefined : normalizeSignal(options.signal),
+      // The result's detail is text: an Error given as the reason says its message.
+      reason === undefined || typeof reason === 'string' ? reason : describeThrown(reason),
+      signal === undefined ? undefined : normalizeSignal(signal),
     );
   }
 
@@ -405,7 +407,7 @@ export class ManagedRun implements RunHandle {
     this.hold.release().then(
       () => this.deliver(result),
       (error) => {
-        notes.push(`containment release failed: ${error}`);
+        notes.push(`containment release failed: ${describeThrown(error)}`);
         this.deliver(result);
       },
     );
@@ -427,7 +429,7 @@ export class ManagedRun implements RunHandle {
 function abortDetail(signal: AbortSignal | undefined): string | undefined {
   const reason = signal?.reason as unknown;
   if (reason === undefined) return undefined;
-  return reason instanceof Error ? reason.message : String(reason);
+  return describeThrown(reason);
 }
 
 function spawnMessage(command: string, error: NodeJS.ErrnoException): string {

@@ -1,4 +1,4 @@
-import { ProcwardenError } from '../errors.js';
+import { ProcwardenError, showValue } from '../errors.js';
 import type { RunFilter, RunInfo, RunResult, RunState } from '../types.js';
 import type { ManagedRun } from './managed-run.js';
 import type { RunLog } from './run-log.js';
@@ -103,7 +103,7 @@ function checkStates(state: RunState | readonly RunState[]): readonly string[] {
     if (!STATES.includes(s as RunState)) {
       throw new ProcwardenError(
         'INVALID_OPTION',
-        `list({ state }): ${JSON.stringify(s)} is not a run state; use ${STATES.join(', ')}.`,
+        `list({ state }): ${showValue(s)} is not a run state; use ${STATES.join(', ')}.`,
       );
     }
   }

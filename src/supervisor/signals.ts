@@ -1,4 +1,6 @@
 import { constants } from 'node:os';
+import { ProcwardenError } from '../errors.js';
+import { checkDuration, normalizeSignal } from '../options/index.js';
 import type { ShutdownOptions } from '../types.js';
 
 export interface Stoppable {
@@ -70,7 +72,18 @@ class ProcessSignals {
 
   add(entry: Installed): () => void {
     this.installed.add(entry);
-    this.listen();
+    try {
+      this.listen();
+    } catch (error) {
+      // A signal Node cannot listen to here: this entry is not installed, and no other is disturbed.
+      this.installed.delete(entry);
+      this.listen();
+      throw new ProcwardenError(
+        'INVALID_SIGNAL',
+        `installSignalHandlers: cannot listen to ${(entry.options.signals ?? DEFAULT_SIGNALS).join(', ')} in this process (${(error as Error).message}).`,
+        { cause: error },
+      );
+    }
     return () => {
       this.installed.delete(entry);
       this.listen();
@@ -130,5 +143,41 @@ function processSignals(): ProcessSignals {
  * during the shutdown ends every grace at once. Returns a function that removes the handlers.
  */
 export function installSignalHandlers(target: Stoppable, options: SignalHandlerOptions = {}): () => void {
-  return processSignals().add({ target, options });
+  return processSignals().add({ target, options: checkHandlerOptions(options) });
+}
+
+/** SIGKILL and SIGSTOP cannot be caught: asking for them is a mistake to report, not to ignore. */
+const UNCATCHABLE: readonly string[] = ['SIGKILL', 'SIGSTOP'];
+
+/** Checked before anything is installed: one bad call must not leave the process's handlers half set. */
+function checkHandlerOptions(options: SignalHandlerOptions): SignalHandlerOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new ProcwardenError('INVALID_OPTION', 'installSignalHandlers takes an options object, or nothing.');
+  }
+  const { signals, graceMs, exit } = options;
+  if (graceMs !== undefined) checkDuration(graceMs, 'installSignalHandlers graceMs');
+  if (exit !== undefined && typeof exit !== 'function') {
+    throw new ProcwardenError(
+      'INVALID_OPTION',
+      'installSignalHandlers exit must be a function (code) => void.',
+    );
+  }
+  if (signals === undefined) return options;
+  if (!Array.isArray(signals)) {
+    throw new ProcwardenError(
+      'INVALID_SIGNAL',
+      "installSignalHandlers signals must be an array of signal names, e.g. ['SIGINT', 'SIGTERM'].",
+    );
+  }
+  // Array.from visits holes too: [, 'SIGINT'] is refused, not read as ['SIGINT'].
+  const names = Array.from(signals, (s: unknown) => normalizeSignal(s, 'installSignalHandlers signals'));
+  for (const name of names) {
+    if (UNCATCHABLE.includes(name)) {
+      throw new ProcwardenError(
+        'INVALID_SIGNAL',
+        `installSignalHandlers: ${name} cannot be caught by any process.`,
+      );
+    }
+  }
+  return { ...options, signals: [...new Set(names)] };
 }

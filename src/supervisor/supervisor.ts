@@ -1,9 +1,9 @@
 import { type Clock, realClock } from '../clock.js';
 import { CgroupHost } from '../containment/index.js';
-import { ProcwardenError } from '../errors.js';
+import { describeThrown, ProcwardenError, showValue } from '../errors.js';
 import { defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
-import { normalizeSpec } from '../options/index.js';
+import { checkDuration, normalizeSpec } from '../options/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
 import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type {
@@ -77,7 +77,7 @@ export class Supervisor {
     this.table = options.table ?? shareScans(platformTable());
     this.send = options.send;
     this.cgroups = options.cgroups ?? new CgroupHost();
-    this.defaults = options.defaults;
+    this.defaults = checkDefaults(options.defaults);
     this.launchers = { child: launchChild, pty: createPtyLauncher(), ...options.launchers };
     this.registry = new RunRegistry(count(options.maxExited, 'maxExited', DEFAULT_MAX_EXITED));
     this.logChars = count(options.logChars, 'logChars', DEFAULT_LOG_CHARS);
@@ -100,7 +100,7 @@ export class Supervisor {
           skipped: [
             {
               file: this.stateDir,
-              problem: `reap failed: ${(error as Error)?.message ?? error}`,
+              problem: `reap failed: ${describeThrown(error)}`,
               kind: 'unreadable',
             },
           ],
@@ -139,7 +139,10 @@ export class Supervisor {
     });
     const entry: RegistryEntry = { run, log, scope: normal.scope ?? null, result: null, endedAt: null };
     const earlier =
-      normal.scope !== undefined && normal.replaceScope ? this.registry.liveInScope(normal.scope) : [];
+      // A run aborted before it was asked for never starts: it replaces nothing.
+      normal.scope !== undefined && normal.replaceScope && !normal.signal?.aborted
+        ? this.registry.liveInScope(normal.scope)
+        : [];
     this.registry.add(entry);
     this.armExitHook();
     this.watchdog?.startSoon(() => this.registry.liveCount() > 0);
@@ -183,7 +186,7 @@ export class Supervisor {
     if (!entry) {
       throw new ProcwardenError(
         'UNKNOWN_RUN',
-        `no run ${JSON.stringify(id)} in this supervisor; it never existed or was forgotten (see maxExited).`,
+        `no run ${showValue(id)} in this supervisor; it never existed or was forgotten (see maxExited).`,
       );
     }
     const info = describe(entry);
@@ -218,6 +221,14 @@ export class Supervisor {
    * throws SUPERVISOR_CLOSED. Calling it again returns the same promise.
    */
   shutdown(options: ShutdownOptions = {}): Promise<RunResult[]> {
+    // Checked before anything stops: a NaN window would SIGKILL every tree at once.
+    if (typeof options !== 'object' || options === null) {
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        'shutdown takes an options object ({ graceMs }), or nothing.',
+      );
+    }
+    if (options.graceMs !== undefined) checkDuration(options.graceMs, 'shutdown graceMs');
     this.closing ??= this.stopEverything(options);
     return this.closing;
   }
@@ -298,10 +309,35 @@ export class Supervisor {
   }
 }
 
+const DEFAULT_KEYS = new Set(['graceMs', 'killSignal', 'drainMs', 'containment', 'leftovers']);
+
+/** The defaults are checked when the supervisor is made, not at its first spawn. */
+function checkDefaults(defaults: SupervisorOptions['defaults']): SupervisorOptions['defaults'] {
+  if (defaults === undefined) return undefined;
+  if (typeof defaults !== 'object' || defaults === null || Array.isArray(defaults)) {
+    throw new ProcwardenError('INVALID_OPTION', 'defaults must be an object, e.g. { graceMs: 2000 }.');
+  }
+  for (const key of Object.keys(defaults)) {
+    if (!DEFAULT_KEYS.has(key)) {
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `defaults has the field ${showValue(key)}; a supervisor's defaults may set ${[...DEFAULT_KEYS].join(', ')}.`,
+      );
+    }
+  }
+  // Each value as a spec would give it; a copy, so that a later change by the caller is not seen.
+  const copy = { ...defaults };
+  normalizeSpec({ argv: ['true'] }, 'defaults-check', copy);
+  return copy;
+}
+
 function count(value: number | undefined, what: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < 0) {
-    throw new ProcwardenError('INVALID_OPTION', `${what} must be a whole number ≥ 0, got ${String(value)}.`);
+    throw new ProcwardenError(
+      'INVALID_OPTION',
+      `${what} must be a whole number ≥ 0, got ${showValue(value)}.`,
+    );
   }
   return value;
 }

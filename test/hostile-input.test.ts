@@ -1,0 +1,270 @@
+// Values no careful caller passes, from callers that are not careful: callbacks and abort reasons
+// that cannot be turned into text, arrays with holes, options of the wrong shape. Each one gets a
+// note or a ProcwardenError with its code; none crashes the host, hangs a result or half-installs
+// anything.
+import { afterEach, describe, expect, it } from 'vitest';
+import { LiveSessionPool, type RunStdin, Supervisor } from '../src/index.js';
+import { LeakGuard, makeTmp } from './helpers/procs.js';
+
+const sup = new Supervisor();
+const leaks = new LeakGuard();
+leaks.trackCookie(sup.id);
+afterEach(() => leaks.check());
+
+/** Neither String() nor a template literal can describe it: both throw a TypeError. */
+const opaque = () => Object.create(null) as object;
+const within = <T>(p: Promise<T>, ms = 10_000) =>
+  Promise.race([
+    p,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms)),
+  ]);
+
+describe('callbacks that throw or reject what cannot be described', () => {
+  it('onData throwing a Symbol is a note', async () => {
+    const result = await within(
+      sup.spawn({
+        argv: ['echo', 'x'],
+        output: {
+          onData: () => {
+            throw Symbol('bad');
+          },
+        },
+      }).result,
+    );
+    expect(result.reason).toBe('exit');
+    expect(result.notes).toEqual(['output.onData threw: Symbol(bad)']);
+  });
+
+  it('onData rejecting with a Symbol: the result still settles, with a note', async () => {
+    const result = await within(
+      sup.spawn({ argv: ['echo', 'x'], output: { onData: () => Promise.reject(Symbol('bad')) } }).result,
+    );
+    expect(result.reason).toBe('exit');
+    expect(result.notes).toEqual(['output.onData rejected: Symbol(bad)']);
+  });
+
+  it('onBytes throwing an object without a prototype is a note', async () => {
+    const result = await within(
+      sup.spawn({
+        argv: ['echo', 'x'],
+        output: {
+          onBytes: () => {
+            throw opaque();
+          },
+        },
+      }).result,
+    );
+    expect(result.notes).toEqual(['output.onBytes threw: [object Object]']);
+  });
+
+  it("a live session's 'line' listener throwing one loses no line and is an error event", async () => {
+    const pool = new LiveSessionPool({ supervisor: sup, env: {} });
+    const session = await pool.acquire('k', { argv: ['cat'] });
+    leaks.track(session.pid);
+    const codes: string[] = [];
+    session.on('error', (e) => codes.push(e.code));
+    const lines: string[] = [];
+    session.on('line', (line) => {
+      if (line === 'two') throw opaque();
+    });
+    session.on('line', (line) => lines.push(line));
+    const third = new Promise<void>((resolve) => session.on('line', (l) => l === 'three' && resolve()));
+    session.write('one\ntwo\nthree\n');
+    await within(third);
+    expect(lines).toEqual(['one', 'two', 'three']);
+    expect(codes).toEqual(['LISTENER_THREW']);
+    await pool.shutdown();
+  });
+});
+
+describe('an abort reason that cannot be described', () => {
+  it('aborting a running run with it stops the run; the detail says what it can', async () => {
+    const ac = new AbortController();
+    const handle = sup.spawn({ argv: ['sleep', '30'], signal: ac.signal });
+    leaks.track(handle.pid);
+    setTimeout(() => ac.abort(opaque()), 50);
+    const result = await within(handle.result);
+    expect(result.reason).toBe('aborted');
+    expect(result.detail).toBe('[object Object]');
+  });
+
+  it('a signal already aborted with it: spawn does not throw, the run never starts, shutdown resolves', async () => {
+    const own = new Supervisor();
+    const ac = new AbortController();
+    ac.abort(opaque());
+    const handle = own.spawn({ argv: ['sleep', '30'], signal: ac.signal });
+    const result = await within(handle.result);
+    expect(result.reason).toBe('aborted');
+    expect(handle.pid).toBeUndefined();
+    await within(own.shutdown());
+  });
+});
+
+describe('options checked before anything is done', () => {
+  it('argv with holes, or claiming a billion elements, is INVALID_ARGV', () => {
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
+    expect(() => sup.spawn({ argv: ['echo', , 'x'] as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGV' }),
+    );
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
+    expect(() => sup.spawn({ argv: [, 'x'] as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGV' }),
+    );
+    const huge = Object.assign(['true'], { length: 1e9 });
+    const t0 = performance.now();
+    expect(() => sup.spawn({ argv: huge as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGV' }),
+    );
+    expect(performance.now() - t0).toBeLessThan(1000);
+  });
+
+  it('argv is read once: what was checked is what runs', async () => {
+    let reads = 0;
+    const argv = ['echo', 'checked'];
+    Object.defineProperty(argv, 1, {
+      get: () => (++reads === 1 ? 'checked' : 'changed'),
+      enumerable: true,
+    });
+    const result = await sup.spawn({ argv: argv as never }).result;
+    expect(result.stdout.text).toBe('checked\n');
+  });
+
+  it('pty.term must be a terminal name', () => {
+    for (const term of [{}, 'a\0b', '', 7]) {
+      expect(() => sup.spawn({ argv: ['true'], mode: 'pty', pty: { term: term as never } })).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION' }),
+      );
+    }
+  });
+
+  it("a supervisor's defaults are checked when it is made", () => {
+    expect(() => new Supervisor({ defaults: { foo: 1 } as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION' }),
+    );
+    expect(() => new Supervisor({ defaults: { graceMs: -1 } })).toThrow(
+      expect.objectContaining({ code: 'INVALID_DURATION' }),
+    );
+    expect(() => new Supervisor({ defaults: { killSignal: 'SIGNOPE' as never } })).toThrow(
+      expect.objectContaining({ code: 'INVALID_SIGNAL' }),
+    );
+  });
+
+  it('a signal name that is no signal, or a BigInt, is INVALID_SIGNAL, not a TypeError', () => {
+    for (const killSignal of [10n, opaque(), 'SIGFOO']) {
+      expect(() => sup.spawn({ argv: ['true'], killSignal: killSignal as never })).toThrow(
+        expect.objectContaining({ code: 'INVALID_SIGNAL' }),
+      );
+    }
+    expect(() => sup.spawn({ argv: ['true'], graceMs: opaque() as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_DURATION' }),
+    );
+  });
+
+  it('shutdown({ graceMs }) refuses NaN and negatives before stopping anything', async () => {
+    const own = new Supervisor();
+    const handle = own.spawn({ argv: ['sleep', '30'] });
+    leaks.track(handle.pid);
+    for (const graceMs of [Number.NaN, -1, 'abc']) {
+      expect(() => own.shutdown({ graceMs: graceMs as never })).toThrow(
+        expect.objectContaining({ code: 'INVALID_DURATION' }),
+      );
+    }
+    expect(() => own.shutdown(null as never)).toThrow(expect.objectContaining({ code: 'INVALID_OPTION' }));
+    expect(handle.state).not.toBe('exited');
+    const [result] = await own.shutdown({ graceMs: 2000 });
+    expect(result?.reason).toBe('shutdown');
+    expect(result?.escalated).toBe(false);
+  });
+});
+
+describe('installSignalHandlers', () => {
+  it('a bad call throws its code and leaves the process able to install good ones', () => {
+    const own = new Supervisor();
+    const bad: [unknown, string][] = [
+      [{ signals: ['SIGKILL'] }, 'INVALID_SIGNAL'],
+      [{ signals: ['SIGSTOP'] }, 'INVALID_SIGNAL'],
+      [{ signals: ['SIGFOO'] }, 'INVALID_SIGNAL'],
+      [{ signals: 'SIGINT' }, 'INVALID_SIGNAL'],
+      // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
+      [{ signals: [, 'SIGINT'] }, 'INVALID_SIGNAL'],
+      [{ graceMs: -5 }, 'INVALID_DURATION'],
+      [{ exit: 'no' }, 'INVALID_OPTION'],
+      [null, 'INVALID_OPTION'],
+    ];
+    const before = process.listenerCount('SIGINT');
+    for (const [options, code] of bad) {
+      expect(() => own.installSignalHandlers(options as never)).toThrow(expect.objectContaining({ code }));
+    }
+    expect(process.listenerCount('SIGINT')).toBe(before);
+    const remove = own.installSignalHandlers({ signals: ['INT' as NodeJS.Signals, 'SIGINT'] });
+    expect(process.listenerCount('SIGINT')).toBe(before + 1);
+    remove();
+    expect(process.listenerCount('SIGINT')).toBe(before);
+  });
+});
+
+describe('handles', () => {
+  it('cancel(reason, null) and cancel(an Error) work; the detail is text', async () => {
+    const a = sup.spawn({ argv: ['sleep', '30'] });
+    const b = sup.spawn({ argv: ['sleep', '30'] });
+    leaks.track(a.pid);
+    leaks.track(b.pid);
+    a.cancel('x', null as never);
+    b.cancel(new Error('why') as never);
+    expect((await a.result).detail).toBe('x');
+    expect((await b.result).detail).toBe('why');
+  });
+
+  it('stdin.write of a number is INVALID_OPTION', async () => {
+    const handle = sup.spawn({ argv: ['cat'], stdin: 'pipe' });
+    leaks.track(handle.pid);
+    const stdin = handle.stdin as RunStdin;
+    expect(() => stdin.write(123 as never)).toThrow(expect.objectContaining({ code: 'INVALID_OPTION' }));
+    stdin.write('ok\n');
+    stdin.end();
+    expect((await handle.result).stdout.text).toBe('ok\n');
+  });
+
+  it('a replaceScope run aborted before it was asked for replaces nothing', async () => {
+    const own = new Supervisor();
+    const first = own.spawn({ argv: ['sleep', '30'], scope: 's' });
+    leaks.track(first.pid);
+    const ac = new AbortController();
+    ac.abort('never mind');
+    const second = own.spawn({ argv: ['true'], scope: 's', replaceScope: true, signal: ac.signal });
+    expect((await second.result).reason).toBe('aborted');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(own.get(first.id)?.reason).toBeNull();
+    expect(first.state).not.toBe('exited');
+    await own.shutdown();
+  });
+});
+
+describe('the capture', () => {
+  it("the truncation marker counts the bytes of a character cut at the head's end", async () => {
+    // 7 × 'é' (2 bytes each) = 14 bytes; 3 kept at the head, 2 at the tail: the head's last byte
+    // starts an 'é' it cannot finish, so the text shows 1 + 1 characters, 4 bytes in all.
+    const result = await sup.spawn({
+      argv: ['printf', 'ééééééé'],
+      output: { maxBytes: 5 },
+    }).result;
+    expect(result.stdout.truncated).toBe(true);
+    expect(result.stdout.text).toBe('é\n[… 10 bytes truncated …]\né');
+  });
+});
+
+describe('live sessions', () => {
+  it('at capacity, a spec whose file cannot be opened, or that inherits output, evicts nothing', async () => {
+    const pool = new LiveSessionPool({ supervisor: sup, env: {}, maxSessions: 1 });
+    const a = await pool.acquire('a', { argv: ['cat'] });
+    leaks.track(a.pid);
+    const dir = makeTmp();
+    for (const output of [{ file: `${dir}/missing/x.log` }, { file: dir }, { inherit: true }]) {
+      await expect(pool.acquire('b', { argv: ['cat'], output })).rejects.toMatchObject({
+        code: 'INVALID_OPTION',
+      });
+      expect(a.state).toBe('open');
+    }
+    await pool.shutdown();
+  });
+});
