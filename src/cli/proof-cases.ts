@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { COOKIE_NAME } from '../options/index.js';
+import { COOKIE_NAME, OUTER_COOKIES_NAME } from '../options/index.js';
 import type { Supervisor } from '../supervisor/index.js';
 import { isGone, type ProcessTable } from '../tree/index.js';
 import type { RunHandle, RunResult, RunSpec } from '../types.js';
@@ -262,7 +262,7 @@ export async function proveCase(c: ProofCase, ctx: CaseContext): Promise<CasePro
     for (const pid of pidsIn(dir).values()) if (await alive(ctx.table, pid)) survivors.add(pid);
   }
   for (const id of [o.result.id, ...(o.runs ?? [])]) {
-    for (const pid of (await ctx.table.findByEnv?.(COOKIE_NAME, id)) ?? []) {
+    for (const pid of (await ctx.table.findByEnv?.(COOKIE_NAME, id, OUTER_COOKIES_NAME)) ?? []) {
       if (await alive(ctx.table, pid)) survivors.add(pid);
     }
   }

@@ -1,5 +1,5 @@
 import type { Guard } from '../kill/index.js';
-import { COOKIE_NAME } from '../options/index.js';
+import { COOKIE_NAME, OUTER_COOKIES_NAME } from '../options/index.js';
 import {
   BLIND_START,
   descendantsOf,
@@ -253,6 +253,7 @@ export class TreeMembership {
       return table.sweep({
         name: COOKIE_NAME,
         value: cookie,
+        listName: OUTER_COOKIES_NAME,
         firstHolder: this.root,
         olderThan: this.oldest(),
         onHolder,
@@ -260,7 +261,9 @@ export class TreeMembership {
       });
     // No birth count: a plain listing does not say whether it read everything it listed.
     const processes = await table.list();
-    const holders = new Set(cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie) : []);
+    const holders = new Set(
+      cookie && table.findByEnv ? await table.findByEnv(COOKIE_NAME, cookie, OUTER_COOKIES_NAME) : [],
+    );
     return { processes, holders, vanished: 0 };
   }
 

@@ -1,6 +1,6 @@
 import { holdsUnidentified, isUnidentifiedMember, unidentifiedMember } from '../containment/index.js';
 import type { Deliverer, Guard, KillTarget } from '../kill/index.js';
-import { COOKIE_NAME } from '../options/index.js';
+import { COOKIE_NAME, OUTER_COOKIES_NAME } from '../options/index.js';
 import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
 import type { CgroupRemains } from './cgroup-remains.js';
 import type { RunRecord } from './record.js';
@@ -126,11 +126,18 @@ export class OrphanTarget implements KillTarget {
     if (!cookie) return { processes: await this.table.list(), holders: new Set(), vanished: 0 };
     if (this.table.sweep) {
       const firstHolder = Number.isFinite(floor) ? this.floorInfo(String(floor)) : null;
-      return this.table.sweep({ name: COOKIE_NAME, value: cookie, firstHolder });
+      return this.table.sweep({
+        name: COOKIE_NAME,
+        value: cookie,
+        listName: OUTER_COOKIES_NAME,
+        firstHolder,
+      });
     }
     const processes = await this.table.list();
     const byPid = new Map(processes.map((p) => [p.pid, p]));
-    const found = this.table.findByEnv ? await this.table.findByEnv(COOKIE_NAME, cookie) : [];
+    const found = this.table.findByEnv
+      ? await this.table.findByEnv(COOKIE_NAME, cookie, OUTER_COOKIES_NAME)
+      : [];
     return { processes, holders: new Set(found.filter((p) => bornAfter(byPid.get(p)))), vanished: 0 };
   }
 

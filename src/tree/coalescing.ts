@@ -27,7 +27,10 @@ export class CoalescingTable implements ProcessTable {
     const batched = inner.sweepMany;
     this.sweep = batched ? (query) => this.sharedSweep(query, batched.bind(inner)) : inner.sweep?.bind(inner);
     this.findByEnv = batched
-      ? async (name, value) => [...(await this.sharedSweep({ name, value }, batched.bind(inner))).holders]
+      ? async (name, value, listName) => [
+          ...(await this.sharedSweep({ name, value, ...(listName && { listName }) }, batched.bind(inner)))
+            .holders,
+        ]
       : inner.findByEnv?.bind(inner);
   }
 

@@ -65,9 +65,14 @@ export class ProcfsTable implements ProcessTable {
     return count;
   }
 
-  async findByEnv(name: string, value: string): Promise<number[]> {
+  async findByEnv(name: string, value: string, listName?: string): Promise<number[]> {
     const needle = envNeedle(name, value);
-    return this.pids().filter((pid) => this.holds(pid, needle));
+    return this.pids().filter((pid) => {
+      const env = this.environ(pid);
+      return (
+        env !== null && (hasEntry(env, needle) || (listName !== undefined && lists(env, listName, value)))
+      );
+    });
   }
 
   async sweep(query: EnvQuery): Promise<Sweep> {
@@ -96,7 +101,9 @@ export class ProcfsTable implements ProcessTable {
     const old = queries.length > 0 && oldBefore > 0 ? new Map<number, OldProcess>() : null;
     if (old) this.old = old;
     let leftOut = false;
-    const names = [...new Set(queries.map((q) => q.name))];
+    const names = [
+      ...new Set(queries.flatMap((q) => (q.listName === undefined ? [q.name] : [q.name, q.listName]))),
+    ];
     const processes: ProcessInfo[] = [];
     const holders = queries.map(() => new Set<number>());
     const ownSessions = queries.map((q) => this.ownSession(q));
@@ -146,15 +153,15 @@ export class ProcfsTable implements ProcessTable {
           if (!env) unreadable = true;
           return tries <= MAX_REREADS ? 'again' : 'ok';
         }
-        for (const name of names) {
-          const value = envValue(env, name);
-          if (value === null) continue;
-          queries.forEach((q, i) => {
-            if (q.name !== name || q.value !== value || start < (floors[i] as number)) return;
-            holders[i]?.add(pid);
-            q.onHolder?.(info);
-          });
-        }
+        // Each variable found once for all the queries that name it.
+        const values = new Map<string, string | null>(names.map((name) => [name, envValue(env, name)]));
+        queries.forEach((q, i) => {
+          if (start < (floors[i] as number)) return;
+          const listed = q.listName === undefined ? null : values.get(q.listName);
+          if (values.get(q.name) !== q.value && !listed?.split(' ').includes(q.value)) return;
+          holders[i]?.add(pid);
+          q.onHolder?.(info);
+        });
       }
       processes.push(info);
       return 'ok';
@@ -252,11 +259,6 @@ export class ProcfsTable implements ProcessTable {
     return out;
   }
 
-  private holds(pid: number, needle: Buffer): boolean {
-    const env = this.environ(pid);
-    return env !== null && hasEntry(env, needle);
-  }
-
   /** An empty /proc/PID/cmdline: the kernel shows none while an exec has not set up the new one. */
   private noCommandLine(pid: number): boolean {
     try {
@@ -345,6 +347,11 @@ function hasEntry(env: Buffer, needle: Buffer): boolean {
 }
 
 /** The value of `name` in an environment block (NUL-separated NAME=value entries), or null. */
+/** Whether variable `name` lists `value` among its words (separated by single spaces). */
+function lists(env: Buffer, name: string, value: string): boolean {
+  return envValue(env, name)?.split(' ').includes(value) ?? false;
+}
+
 function envValue(env: Buffer, name: string): string | null {
   const prefix = `${name}=`;
   for (let at = env.indexOf(prefix); at >= 0; at = env.indexOf(prefix, at + 1)) {

@@ -16,6 +16,11 @@ export interface EnvQuery {
   name: string;
   value: string;
   /**
+   * Also a holder: a process whose variable of this name lists `value` among its words (separated
+   * by single spaces). How a run started inside another run's tree carries the outer run's cookie.
+   */
+  listName?: string;
+  /**
    * The process the value was first given to. Everything that holds it descends from that process,
    * so a table that can order start times skips reading the environment of older processes.
    */
@@ -79,10 +84,10 @@ export interface ProcessTable {
    */
   ancestry?(pid: number): Promise<ProcessInfo[]>;
   /**
-   * Pids whose environment holds `NAME=value`. Optional: only tables that can read other processes'
+   * Pids whose environment holds `NAME=value` (or lists value in `listName`, see EnvQuery). Optional: only tables that can read other processes'
    * environments (procfs) offer it.
    */
-  findByEnv?(name: string, value: string): Promise<number[]>;
+  findByEnv?(name: string, value: string, listName?: string): Promise<number[]>;
   /**
    * list() and findByEnv() in one pass over the table (one directory read on procfs). Optional,
    * offered by the tables that offer findByEnv.
