@@ -2,10 +2,15 @@
 // that cannot be turned into text, arrays with holes, options of the wrong shape. Each one gets a
 // note or a ProcwardenError with its code; none crashes the host, hangs a result or half-installs
 // anything.
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LiveSessionPool, type RunStdin, Supervisor } from '../src/index.js';
 import { LeakGuard, makeTmp } from './helpers/procs.js';
 
+const exec = promisify(execFile);
 const sup = new Supervisor();
 const leaks = new LeakGuard();
 leaks.trackCookie(sup.id);
@@ -237,6 +242,29 @@ describe('handles', () => {
     expect(own.get(first.id)?.reason).toBeNull();
     expect(first.state).not.toBe('exited');
     await own.shutdown();
+  });
+});
+
+describe('a current directory that was removed', () => {
+  it('the command still runs there (as under a plain spawn), and no journal record stays behind', async () => {
+    const dir = makeTmp();
+    const state = join(dir, 'state');
+    const library = join(import.meta.dirname, '..', 'dist', 'index.js');
+    const script = `import(${JSON.stringify(library)}).then(async (m) => {
+      const r = await m.run({ argv: ['sh', '-c', 'exit 7'] }).result;
+      const s = await m.run({ argv: ['./nowhere'] }).result;
+      console.log(JSON.stringify([r.reason, r.exitCode, s.reason, s.error?.code]));
+    })`;
+    const { stdout } = await exec(
+      'sh',
+      ['-c', 'mkdir gone && cd gone && rmdir ../gone && exec "$0" -e "$1"', process.execPath, script],
+      {
+        cwd: dir,
+        env: { ...process.env, PROCWARDEN_STATE_DIR: state },
+      },
+    );
+    expect(JSON.parse(stdout)).toEqual(['exit', 7, 'spawn-error', 'ENOENT']);
+    expect(readdirSync(state)).toEqual([]);
   });
 });
 

@@ -2,6 +2,7 @@ import { type Clock, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { type SendSignal, terminate } from '../kill/index.js';
+import { util } from '../lazy-builtins.js';
 import { checkPtyCells, type NormalSpec, normalizeSignal } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
@@ -143,9 +144,17 @@ export class ManagedRun implements RunHandle {
       return;
     }
     const [file, ...args] = this.spec.argv;
-    const plan = this.hold.prepare({ file, args, cwd: this.spec.cwd, env: this.spec.env, newSession: false });
-    this.leadsGroup = plan.newSession;
     try {
+      // Inside the try: whatever fails before the command exists is its spawn error, and the run
+      // settles (its journal record removed), never an exception out of spawn() with a run left live.
+      const plan = this.hold.prepare({
+        file,
+        args,
+        cwd: this.spec.cwd,
+        env: this.spec.env,
+        newSession: false,
+      });
+      this.leadsGroup = plan.newSession;
       this.launched = this.deps.launcher(
         plan,
         { stdin: this.spec.stdin, pty: this.spec.pty, output: this.spec.inheritOutput ? 'inherit' : 'pipe' },
@@ -438,7 +447,10 @@ function spawnMessage(command: string, error: NodeJS.ErrnoException): string {
       return `${command}: command not found (no such file in PATH or at that path).`;
     case 'EACCES':
       return `${command}: permission denied; is the file executable?`;
-    default:
-      return `${command}: could not be started: ${error.message}`;
+    default: {
+      // Node's message is `spawn ENOTDIR`; libuv's text for the code says what it means.
+      const text = error.errno === undefined ? undefined : util().getSystemErrorMap().get(error.errno)?.[1];
+      return `${command}: could not be started: ${text ? `${text} (${error.code})` : error.message}.`;
+    }
   }
 }
