@@ -13,3 +13,4 @@ const load: (id: string) => unknown = process.getBuiltinModule ?? createRequire(
 export const childProcess = () => load('node:child_process') as typeof import('node:child_process');
 export const net = () => load('node:net') as typeof import('node:net');
 export const tty = () => load('node:tty') as typeof import('node:tty');
+export const util = () => load('node:util') as typeof import('node:util');

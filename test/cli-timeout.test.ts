@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -250,6 +250,25 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
       "procwarden timeout: failed to run command '/etc/passwd': Permission denied\n",
     ],
     [
+      // Any exec failure but ENOENT is 126, with strerror's words (it was 125 and "spawn ENOTDIR").
+      'a path through a file',
+      ['1', '/etc/passwd/x'],
+      126,
+      "procwarden timeout: failed to run command '/etc/passwd/x': Not a directory\n",
+    ],
+    [
+      'a name too long',
+      ['1', 'x'.repeat(300)],
+      126,
+      `procwarden timeout: failed to run command '${'x'.repeat(300)}': File name too long\n`,
+    ],
+    [
+      'an empty name',
+      ['1', ''],
+      127,
+      "procwarden timeout: failed to run command '': No such file or directory\n",
+    ],
+    [
       'invalid duration',
       ['42D', 'true'],
       125,
@@ -347,6 +366,14 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
       expect(r.stderr).toBe(stderr);
     });
   }
+
+  it('a script whose interpreter does not exist: 127, and no message names the cgroup it was to enter', async () => {
+    const script = join(makeTmp(), 'b');
+    writeFileSync(script, '#!/nonexistent/interpreter\n', { mode: 0o755 });
+    const r = await timeout(['5', script]);
+    expect(r.status).toBe(127);
+    expect(r.stderr).not.toMatch(/cgroup/);
+  });
 
   it.skipIf(!hasCoreutils)('statuses and first lines match coreutils (compared live)', async () => {
     for (const [, args] of cases) {

@@ -4,13 +4,18 @@ import { EXIT_CANNOT_EXECUTE, EXIT_FAILED, EXIT_NOT_FOUND, EXIT_TIMED_OUT } from
 
 export const bySignal = (signal: string): number => 128 + signalNumber(signal);
 
-/** 126 or 127 for a command that could not be started, as a shell would say; else our own failure. */
+/** Failures to make the process at all (fork, not exec): ours to report, as timeout(1) does (125). */
+const CANNOT_FORK = ['EAGAIN', 'ENOMEM', 'EMFILE', 'ENFILE', 'SPAWN_FAILED'];
+
+/**
+ * As timeout(1) and a shell say it: 127 when the command was not found, 126 when it was found and
+ * could not be executed (not a directory, a symlink loop, a name or argument list too long, a bad
+ * format...), 125 when not even the process could be made.
+ */
 export function spawnErrorStatus(code: string | undefined): number {
   if (code === 'ENOENT') return EXIT_NOT_FOUND;
-  if (code === 'EACCES' || code === 'ENOEXEC' || code === 'EISDIR' || code === 'EPERM') {
-    return EXIT_CANNOT_EXECUTE;
-  }
-  return EXIT_FAILED;
+  if (code === undefined || CANNOT_FORK.includes(code)) return EXIT_FAILED;
+  return EXIT_CANNOT_EXECUTE;
 }
 
 /** The command's own status: its exit code, or 128+N when it died of signal N. */

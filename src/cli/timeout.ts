@@ -6,7 +6,7 @@ import { isGone, platformTable } from '../tree/index.js';
 import type { RunHandle, RunResult } from '../types.js';
 import { parseOptions, splitAtCommand, UsageError } from './args.js';
 import { dieOfAtExit } from './die-of.js';
-import { EXIT_FAILED } from './exit-codes.js';
+import { EXIT_FAILED, EXIT_NOT_FOUND } from './exit-codes.js';
 import { timeoutStatus } from './exit-status.js';
 import { TIMEOUT_HELP, timeoutVersion } from './help.js';
 import { onStopSignals } from './signals.js';
@@ -28,11 +28,20 @@ const OPTIONS = {
 const UNBOUNDED_MS = Number.MAX_SAFE_INTEGER;
 const POLL_MS = 50;
 
+/** glibc's strerror() texts, which timeout(1) prints, for what an exec can fail with. */
 const STRERROR: Record<string, string> = {
   ENOENT: 'No such file or directory',
   EACCES: 'Permission denied',
   ENOEXEC: 'Exec format error',
   EISDIR: 'Is a directory',
+  ENOTDIR: 'Not a directory',
+  ELOOP: 'Too many levels of symbolic links',
+  ENAMETOOLONG: 'File name too long',
+  E2BIG: 'Argument list too long',
+  ETXTBSY: 'Text file busy',
+  EPERM: 'Operation not permitted',
+  ENOMEM: 'Cannot allocate memory',
+  EAGAIN: 'Resource temporarily unavailable',
 };
 
 /** timeout(1)'s DURATION in ms; 0 means no limit, as do `inf` and a number too large for a double. */
@@ -75,6 +84,11 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const timeoutSignal = signal(values.signal ?? 'TERM');
   const killAfterMs = values['kill-after'] === undefined ? 0 : duration(values['kill-after']);
   const foreground = values.foreground === true;
+  // timeout(1) tries to exec it, and says so as for any name that is not found.
+  if (argv[0] === '') {
+    sayNow(2, `${prog}: failed to run command '': No such file or directory\n`);
+    return EXIT_NOT_FOUND;
+  }
   // Our lines go out with write(2), never through process.stdout or process.stderr: building either
   // stream would make a piped descriptor non-blocking, and the command shares that open file (it
   // would get EAGAIN from a full pipe). A closed stderr loses the lines, never changes our status.
