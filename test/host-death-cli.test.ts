@@ -49,6 +49,31 @@ describe('procwarden timeout SIGKILLed', () => {
   });
 });
 
+describe('procwarden timeout without -k, SIGKILLed', () => {
+  it('a command that ignores the signal gets the default grace from the watchdog, then SIGKILL', async () => {
+    // timeout(1) never SIGKILLs without -k while it lives; after its crash nobody could end that
+    // wait, and the watchdog would live as long as the tree.
+    const dir = leaks.trackDir(makeTmp('pw-tk-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-tk-state-'));
+    const script = 'echo $$ > "$1/main.pid"; trap "" TERM; while :; do sleep 0.05; done';
+    const cli = startCli(['timeout', '40', 'bash', '-c', script, 'cmd', dir], {
+      env: { PROCWARDEN_STATE_DIR: stateDir },
+    });
+    const pid = cli.child.pid as number;
+    leaks.track(pid);
+    const watchdog = await waitFor(() => watchdogOf(pid), { what: 'the watchdog listening' });
+    leaks.track(watchdog);
+    const main = await waitFor(() => readPids(dir).get('main'), { what: 'the command running' });
+    const killedAt = Date.now();
+    cli.child.kill('SIGKILL');
+    await waitFor(() => !alive(main), { timeoutMs: 20_000, what: 'the command gone' });
+    // The default grace (5 s), and not much more; it was never, before.
+    expect(Date.now() - killedAt).toBeGreaterThan(4000);
+    await waitFor(() => !alive(watchdog), { timeoutMs: 20_000, what: 'the watchdog gone' });
+    expect(journalFiles(stateDir)).toEqual([]);
+  }, 40_000);
+});
+
 describe('a /proc that is not ours', () => {
   it('is detected: missing, of another PID namespace', () => {
     const root = makeTmp('pw-fakeproc-');

@@ -1,7 +1,7 @@
 import { type Clock, realClock } from '../clock.js';
 import { describeThrown } from '../errors.js';
 import { Deliverer, Guard, type SendSignal, terminate } from '../kill/index.js';
-import { normalizeSignal } from '../options/index.js';
+import { DEFAULT_GRACE_MS, normalizeSignal } from '../options/index.js';
 import { CoalescingTable, isGone, type ProcessTable, platformTable } from '../tree/index.js';
 import { CgroupRemains, removeSupervisorCgroup } from './cgroup-remains.js';
 import { Journal, type JournalEntry, type JournalProblem } from './journal.js';
@@ -191,7 +191,7 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   }
   const report = await terminate(target, {
     signal,
-    graceMs: ctx.graceMs ?? record.graceMs,
+    graceMs: ctx.graceMs ?? crashGrace(record.graceMs),
     clock: ctx.clock,
     table: ctx.table,
   });
@@ -255,4 +255,16 @@ function groupByRun(entries: JournalEntry[]): JournalEntry[][] {
 function best(files: JournalEntry[]): RunRecord {
   const withPid = files.find((f) => f.record.pid !== null);
   return (withPid ?? (files[0] as JournalEntry)).record;
+}
+
+/** Longer than this, a recorded grace is taken as unbounded (`procwarden timeout` without -k). */
+const LONGEST_GRACE_MS = 24 * 3_600_000;
+
+/**
+ * The grace a crashed supervisor's run gets. A run that was never to get SIGKILL (timeout(1)'s
+ * meaning of no -k) is waited for while its host lives, which can stop it; after a crash nothing
+ * is left to end that wait, the watchdog would live as long as the tree: it gets the default grace.
+ */
+function crashGrace(recorded: number): number {
+  return recorded > LONGEST_GRACE_MS ? DEFAULT_GRACE_MS : recorded;
 }
