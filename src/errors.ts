@@ -1,3 +1,5 @@
+import { util } from './lazy-builtins.js';
+
 /**
  * The one error class procwarden throws. `code` is stable and documented in the README;
  * the message says what was wrong and what to do about it.
@@ -55,21 +57,36 @@ export function describeThrown(value: unknown): string {
   return safeString(value);
 }
 
+/** How much of a value a message shows: a mistake is recognised by its start. */
+const SHOWN_CHARS = 120;
+
 /**
- * A value as a validation message shows it: strings and plain data as JSON, anything else as
- * String() gives it (NaN stays NaN); never throws, whatever a caller passed (a BigInt or a cycle,
- * which JSON refuses; an object without a prototype).
+ * A value as a validation message shows it: a string as JSON, an object by a bounded inspection,
+ * anything else as String() gives it (NaN stays NaN). Never throws, and costs the same for a
+ * 100 MB typed array as for a number: whatever a caller passed (a BigInt, a cycle, an object
+ * without a prototype, a Proxy) is only ever looked at that far.
  */
 export function showValue(value: unknown): string {
-  if (typeof value === 'string' || (typeof value === 'object' && value !== null)) {
-    try {
-      const json = JSON.stringify(value);
-      if (json !== undefined) return json;
-    } catch {
-      // a BigInt inside, a cycle, a throwing getter: String() below
-    }
+  let text: string;
+  if (typeof value === 'string') text = JSON.stringify(value.slice(0, SHOWN_CHARS + 1));
+  else if (typeof value === 'object' && value !== null) text = inspected(value);
+  else text = safeString(value);
+  return text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS)}…` : text;
+}
+
+function inspected(value: object): string {
+  try {
+    return util().inspect(value, {
+      depth: 1,
+      maxArrayLength: 8,
+      maxStringLength: SHOWN_CHARS,
+      breakLength: Number.POSITIVE_INFINITY,
+      customInspect: false,
+      getters: false,
+    });
+  } catch {
+    return safeString(value);
   }
-  return safeString(value);
 }
 
 function safeString(value: unknown): string {

@@ -372,6 +372,7 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
     writeFileSync(script, '#!/nonexistent/interpreter\n', { mode: 0o755 });
     const r = await timeout(['5', script]);
     expect(r.status).toBe(127);
+    expect(r.stderr).toContain(script);
     expect(r.stderr).not.toMatch(/cgroup/);
   });
 

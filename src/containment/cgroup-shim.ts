@@ -23,14 +23,15 @@ export function throughShim(plan: LaunchPlan, procsFile: string): LaunchPlan {
 
 function canExecute(plan: LaunchPlan): boolean {
   const cwd = plan.cwd ?? currentDir();
-  // A relative name against a current directory that was removed: only the exec can tell.
+  // A relative name against a current directory that was removed: only the exec can tell (`..`
+  // still resolves from there), so it goes through the shim, and into the cgroup, like any other.
   const at = (path: string) => (isAbsolute(path) ? path : cwd === null ? null : resolve(cwd, path));
-  const runnable = (path: string | null) => path !== null && executable(path);
+  const runnable = (path: string | null) => path === null || executable(path);
   if (plan.file.includes('/')) return runnable(at(plan.file));
   const path = plan.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
   return path.split(delimiter).some((dir) => {
     const base = at(dir === '' ? '.' : dir);
-    return base !== null && runnable(join(base, plan.file));
+    return runnable(base === null ? null : join(base, plan.file));
   });
 }
 

@@ -257,14 +257,12 @@ function best(files: JournalEntry[]): RunRecord {
   return (withPid ?? (files[0] as JournalEntry)).record;
 }
 
-/** Longer than this, a recorded grace is taken as unbounded (`procwarden timeout` without -k). */
-const LONGEST_GRACE_MS = 24 * 3_600_000;
-
 /**
  * The grace a crashed supervisor's run gets. A run that was never to get SIGKILL (timeout(1)'s
  * meaning of no -k) is waited for while its host lives, which can stop it; after a crash nothing
  * is left to end that wait, the watchdog would live as long as the tree: it gets the default grace.
  */
 function crashGrace(recorded: number): number {
-  return recorded > LONGEST_GRACE_MS ? DEFAULT_GRACE_MS : recorded;
+  // `procwarden timeout` without -k records Number.MAX_SAFE_INTEGER; any grace as long is unbounded.
+  return recorded >= Number.MAX_SAFE_INTEGER ? DEFAULT_GRACE_MS : recorded;
 }

@@ -20,7 +20,9 @@ export function checkLiveSpec(spec: RunSpec): void {
       `a live session talks to its process over stdin; leave spec.stdin unset (it is 'pipe'), got ${JSON.stringify(typeof spec.stdin === 'string' ? spec.stdin : typeof spec.stdin)}.`,
     );
   }
-  // As it will be spawned, the session's own onData included (output.inherit cannot have one).
+  // As given (a non-object output would be spread into one below), then as it will be spawned,
+  // the session's own onData included (output.inherit cannot have one).
+  normalizeSpec({ ...spec, stdin: 'pipe' }, 'live-spec-check');
   const spawned = normalizeSpec(
     liveSpec(spec, () => {}),
     'live-spec-check',

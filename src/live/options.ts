@@ -42,7 +42,7 @@ function sessionOptions(o: Record<string, unknown>, what: string): LiveSessionOp
   }
   const max = o.maxLineChars;
   if (max !== undefined && (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1)) {
-    throw invalid(`${what}.maxLineChars: ${String(max)} is not a whole number of characters, 1 or more.`);
+    throw invalid(`${what}.maxLineChars: ${showValue(max)} is not a whole number of characters, 1 or more.`);
   }
   return {
     idleTimeoutMs: millis(o.idleTimeoutMs, `${what}.idleTimeoutMs`),
@@ -56,7 +56,9 @@ export function checkPoolOptions(options: LivePoolOptions | undefined): LivePool
   const o = knownKeys(options, POOL_KEYS, 'LiveSessionPool options');
   const max = o.maxSessions ?? DEFAULT_MAX_SESSIONS;
   if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) {
-    throw invalid(`LiveSessionPool options.maxSessions: ${String(max)} is not a whole number of 1 or more.`);
+    throw invalid(
+      `LiveSessionPool options.maxSessions: ${showValue(max)} is not a whole number of 1 or more.`,
+    );
   }
   return { ...(o as LivePoolOptions), ...sessionOptions(o, 'LiveSessionPool options'), maxSessions: max };
 }

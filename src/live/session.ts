@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../clock.js';
-import { describeThrown, ProcwardenError } from '../errors.js';
+import { describeThrown, ProcwardenError, showValue } from '../errors.js';
 import type { Supervisor } from '../supervisor/index.js';
 import type { RunHandle, RunResult, RunSpec, StreamName } from '../types.js';
 import { ChildRegistry, type LiveChild } from './children.js';
@@ -179,7 +179,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     if (!CLOSE_REASONS.includes(reason)) {
       throw new ProcwardenError(
         'INVALID_OPTION',
-        `close(reason): ${JSON.stringify(reason)} is not one of ${CLOSE_REASONS.join(', ')}.`,
+        `close(reason): ${showValue(reason)} is not one of ${CLOSE_REASONS.join(', ')}.`,
       );
     }
     if (this.status === 'closing' || this.status === 'closed') {

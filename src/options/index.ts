@@ -6,6 +6,7 @@ export {
   DEFAULT_DRAIN_MS,
   DEFAULT_GRACE_MS,
   DEFAULT_MAX_BYTES,
+  elements,
   type NormalSpec,
   normalizeSpec,
   OUTER_COOKIES_NAME,

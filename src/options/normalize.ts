@@ -106,6 +106,14 @@ function optionalByteCount(value: unknown, what: string, fallback: number): numb
 
 const MAX_ARGS = 1_000_000;
 
+/** An array's elements by index, its length read once. */
+export function elements(array: readonly unknown[]): unknown[] {
+  const length = array.length;
+  const copy: unknown[] = new Array(length);
+  for (let i = 0; i < length; i++) copy[i] = array[i];
+  return copy;
+}
+
 function normalizeArgv(spec: RunSpec): [string, ...string[]] {
   const argv = spec.argv as unknown;
   if (!Array.isArray(argv) || argv.length === 0) {
@@ -122,9 +130,10 @@ function normalizeArgv(spec: RunSpec): [string, ...string[]] {
       'INVALID_ARGV',
     );
   }
-  // One read of each element, holes included (forEach skips them: ['echo', , 'x'] would run
-  // `echo undefined x`); what is checked is what runs, however the array behaves when read again.
-  const copy: unknown[] = Array.from(argv);
+  // One read of each element by index, holes included (forEach skips them: ['echo', , 'x'] would
+  // run `echo undefined x`), never through the array's own iterator: what is checked is what runs,
+  // however the array behaves when read again.
+  const copy = elements(argv);
   copy.forEach((arg, i) => {
     if (typeof arg !== 'string') {
       throw invalid(

@@ -116,7 +116,7 @@ export function checkCursor(since: unknown): number {
   if (typeof since !== 'number' || !Number.isSafeInteger(since) || since < 0) {
     throw new ProcwardenError(
       'INVALID_OPTION',
-      `read({ since }): ${String(since)} is not a cursor; pass 0 or the cursor a previous read returned.`,
+      `read({ since }): ${showValue(since)} is not a cursor; pass 0 or the cursor a previous read returned.`,
     );
   }
   return since;

@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 import { ProcwardenError } from '../errors.js';
-import { checkDuration, normalizeSignal } from '../options/index.js';
+import { checkDuration, elements, normalizeSignal } from '../options/index.js';
 import type { ShutdownOptions } from '../types.js';
 
 export interface Stoppable {
@@ -116,8 +116,12 @@ class ProcessSignals {
     }
     this.stopping = true;
     const code = 128 + (constants.signals[signal] ?? 0);
+    // Inside a promise: whatever a shutdown throws is its failure, never an exception out of a
+    // signal handler (which would leave `stopping` set for good).
     const shutdowns = entries.map(({ target, options }) =>
-      target.shutdown(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+      Promise.resolve().then(() =>
+        target.shutdown(options.graceMs === undefined ? {} : { graceMs: options.graceMs }),
+      ),
     );
     // Each distinct exit callback once, after every supervisor's trees are gone.
     const exits = new Set(entries.map(({ options }) => options.exit ?? defaultExit));
@@ -154,6 +158,7 @@ function checkHandlerOptions(options: SignalHandlerOptions): SignalHandlerOption
   if (typeof options !== 'object' || options === null) {
     throw new ProcwardenError('INVALID_OPTION', 'installSignalHandlers takes an options object, or nothing.');
   }
+  // Read once, kept as read: a later change to the caller's object changes nothing here.
   const { signals, graceMs, exit } = options;
   if (graceMs !== undefined) checkDuration(graceMs, 'installSignalHandlers graceMs');
   if (exit !== undefined && typeof exit !== 'function') {
@@ -162,15 +167,19 @@ function checkHandlerOptions(options: SignalHandlerOptions): SignalHandlerOption
       'installSignalHandlers exit must be a function (code) => void.',
     );
   }
-  if (signals === undefined) return options;
+  const checked: SignalHandlerOptions = {
+    ...(graceMs !== undefined && { graceMs }),
+    ...(exit !== undefined && { exit }),
+  };
+  if (signals === undefined) return checked;
   if (!Array.isArray(signals)) {
     throw new ProcwardenError(
       'INVALID_SIGNAL',
       "installSignalHandlers signals must be an array of signal names, e.g. ['SIGINT', 'SIGTERM'].",
     );
   }
-  // Array.from visits holes too: [, 'SIGINT'] is refused, not read as ['SIGINT'].
-  const names = Array.from(signals, (s: unknown) => normalizeSignal(s, 'installSignalHandlers signals'));
+  // By index, holes too: [, 'SIGINT'] is refused, not read as ['SIGINT'].
+  const names = elements(signals).map((s) => normalizeSignal(s, 'installSignalHandlers signals'));
   for (const name of names) {
     if (UNCATCHABLE.includes(name)) {
       throw new ProcwardenError(
@@ -179,5 +188,5 @@ function checkHandlerOptions(options: SignalHandlerOptions): SignalHandlerOption
       );
     }
   }
-  return { ...options, signals: [...new Set(names)] };
+  return { ...checked, signals: [...new Set(names)] };
 }

@@ -221,6 +221,7 @@ export class Supervisor {
    * throws SUPERVISOR_CLOSED. Calling it again returns the same promise.
    */
   shutdown(options: ShutdownOptions = {}): Promise<RunResult[]> {
+    if (this.closing) return this.closing;
     // Checked before anything stops: a NaN window would SIGKILL every tree at once.
     if (typeof options !== 'object' || options === null) {
       throw new ProcwardenError(
@@ -229,7 +230,7 @@ export class Supervisor {
       );
     }
     if (options.graceMs !== undefined) checkDuration(options.graceMs, 'shutdown graceMs');
-    this.closing ??= this.stopEverything(options);
+    this.closing = this.stopEverything(options);
     return this.closing;
   }
 
