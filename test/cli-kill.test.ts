@@ -220,3 +220,40 @@ function nobodyCannotRunNode(): string | null {
   if (probe.error) return `${process.execPath} cannot be run as uid 65534: ${probe.error.message}`;
   return probe.status === 0 ? null : `${process.execPath} as uid 65534 exits ${probe.status}`;
 }
+
+describe('what kill and tree print of other processes, and where', () => {
+  it("a command named with escape sequences and newlines is printed with '?' in their place", () => {
+    // Any local user names a process so; printed raw, it retitles the terminal of whoever lists it
+    // and adds rows of its choosing.
+    const name = '\u001b]0;pwned\u0007\u001b[31mEVIL\n  99999 fake\u009b';
+    const sleeper = spawn('bash', ['-c', `exec -a "$0" sleep 30`, name], { stdio: 'ignore', detached: true });
+    leaks.track(sleeper.pid);
+    const pid = sleeper.pid as number;
+    // Until bash has exec'd, the command line is bash's.
+    const shown = () => spawnSync(process.execPath, [CLI, 'tree', String(pid)], { encoding: 'utf8' }).stdout;
+    const out = (() => {
+      const until = Date.now() + 10_000;
+      for (;;) {
+        const text = shown();
+        if (text.includes('EVIL') || Date.now() > until) return text;
+      }
+    })();
+    expect(out).toContain('?]0;pwned??[31mEVIL?  99999 fake? 30');
+    expect(out.split('\n').filter(Boolean)).toHaveLength(2);
+    expect(/\p{Cc}/u.test(out.replaceAll('\n', ''))).toBe(false);
+    process.kill(pid, 'SIGKILL');
+  });
+
+  it('a report that cannot be written (a full disk) is a write error and status 1, not a stack trace', async () => {
+    const { pid } = await startTree('parent-exits.sh');
+    const r = spawnSync(
+      'sh',
+      ['-c', `exec "$0" "$1" kill --grace 1s "$2" > /dev/full`, process.execPath, CLI, String(pid)],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('procwarden kill: write error: ENOSPC: no space left on device, write\n');
+  });
+});

@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startCli } from './helpers/cli.js';
+import { CLI, startCli } from './helpers/cli.js';
 import { LeakGuard } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
@@ -90,5 +91,16 @@ describe('procwarden proof', () => {
     const r = await cli.done;
     expect(r.status).toBe(2);
     expect(r.stderr.split('\n')[0]).toBe("procwarden proof: unexpected argument 'now'");
+  });
+});
+
+describe('procwarden proof into a full disk', () => {
+  it('says "write error" and exits 1 (it used to exit 0 with nothing said)', () => {
+    const r = spawnSync('sh', ['-c', 'exec "$0" "$1" proof > /dev/full', process.execPath, CLI], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('procwarden proof: write error: ENOSPC: no space left on device, write\n');
   });
 });

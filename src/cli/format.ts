@@ -19,6 +19,16 @@ export function formatAge(ms: number): string {
   return `${Math.floor(s / 86_400)}d${pad(Math.floor((s % 86_400) / 3600))}h`;
 }
 
+/**
+ * Text another user chose (a command name, a command line, an environment value), made safe to
+ * print: control characters (C0, DEL, C1: escape sequences, newlines) become '?', as ps shows
+ * them. Printed raw, a process named with `\e]0;…` retitles the terminal of whoever lists it, and
+ * a newline in its name adds a row of its choosing.
+ */
+export function printable(text: string): string {
+  return text.replace(/\p{Cc}/gu, '?');
+}
+
 export const processes = (n: number) => `${n} process${n === 1 ? '' : 'es'}`;
 
 /** How many members got SIGKILL: a survivor of it counts too (report.killed counts only the dead). */

@@ -5,7 +5,7 @@ import type { MemberReport, TerminateReport } from '../types.js';
 import { parseOptions, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
-import { formatMs, processes, sigkillSent } from './format.js';
+import { formatMs, printable, processes, sigkillSent } from './format.js';
 import { KILL_HELP } from './help.js';
 import { platformDetails } from './proc-details.js';
 import { writeNow } from './write-now.js';
@@ -91,11 +91,12 @@ function countSame(notes: string[]): Map<string, number> {
 
 /** The text report of one PID: a summary line, a row per member, the notes. */
 export function describeOutcome(outcome: Outcome, paint: ReturnType<typeof painter>): string {
-  if ('error' in outcome) return `${paint('red', `pid ${outcome.pid}:`)} ${outcome.error.message}\n`;
+  if ('error' in outcome)
+    return `${paint('red', `pid ${outcome.pid}:`)} ${printable(outcome.error.message)}\n`;
   const { report } = outcome;
   const root = report.members.find((m) => m.pid === outcome.pid);
   const head = [
-    `pid ${outcome.pid}${root ? ` (${root.command})` : ''}: ${processes(report.signalled)} signalled`,
+    `pid ${outcome.pid}${root ? ` (${printable(root.command)})` : ''}: ${processes(report.signalled)} signalled`,
     sigkillText(report),
     report.escaped > 0
       ? paint('red', `${report.escaped} survived`)
@@ -103,10 +104,10 @@ export function describeOutcome(outcome: Outcome, paint: ReturnType<typeof paint
   ].join('; ');
   const rows = report.members.map((m) => {
     const got = m.signals.map((s) => `${s.signal} +${s.atMs}ms`).join(', ');
-    return `  ${String(m.pid).padStart(7)}  ${m.command.padEnd(16)}  ${got.padEnd(30)}  ${OUTCOME_TEXT[m.outcome]}`;
+    return `  ${String(m.pid).padStart(7)}  ${printable(m.command).padEnd(16)}  ${got.padEnd(30)}  ${OUTCOME_TEXT[m.outcome]}`;
   });
   const notes = [...countSame(report.notes)].map(
-    ([n, times]) => `  note: ${n}${times > 1 ? ` (×${times})` : ''}`,
+    ([n, times]) => `  note: ${printable(n)}${times > 1 ? ` (×${times})` : ''}`,
   );
   return `${[head, ...rows, ...notes].join('\n')}\n`;
 }
@@ -140,8 +141,8 @@ export async function killCommand(args: string[]): Promise<number> {
     writeNow(1, `${JSON.stringify(outcomes, null, 2)}\n`);
   } else {
     const paint = painter(useColour(process.stdout));
-    for (const o of outcomes)
-      ('error' in o ? process.stderr : process.stdout).write(describeOutcome(o, paint));
+    // write(2), as every other report of ours: a failed write (ENOSPC) is "write error", status 1.
+    for (const o of outcomes) writeNow('error' in o ? 2 : 1, describeOutcome(o, paint));
   }
   const failed = outcomes.some((o) => 'error' in o || o.report.escaped > 0);
   return failed ? EXIT_FAILURE : 0;

@@ -41,11 +41,12 @@ export async function proofCommand(args: string[]): Promise<number> {
   }
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`, EXIT_USAGE);
 
-  // The summary is for a person: on stderr when stdout carries the JSON.
-  const human = values.json ? process.stderr : process.stdout;
-  // A reader that has gone (`proof | head -3`) is no reason to stop proving, nor to print a trace.
-  human.on('error', () => {});
-  const paint = painter(useColour(human));
+  // The summary is for a person: on stderr when stdout carries the JSON. Written with write(2): a
+  // reader that has gone (`proof | head -3`) is no reason to stop proving; a failed write (ENOSPC)
+  // is "write error" and status 1, as in every other command.
+  const fd = values.json ? 2 : 1;
+  const human = { write: (text: string) => writeNow(fd, text) };
+  const paint = painter(useColour(values.json ? process.stderr : process.stdout));
   const root = mkdtempSync(join(tmpdir(), 'procwarden-proof-'));
   const sup = new Supervisor();
   const table = platformTable();

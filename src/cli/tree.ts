@@ -1,7 +1,7 @@
 import { isGone, type ProcessInfo, platformTable } from '../tree/index.js';
 import { parseOptions, UsageError } from './args.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
-import { formatAge } from './format.js';
+import { formatAge, printable } from './format.js';
 import { TREE_HELP } from './help.js';
 import { platformDetails } from './proc-details.js';
 import { writeNow } from './write-now.js';
@@ -82,7 +82,7 @@ export async function treeCommand(args: string[]): Promise<number> {
     const started = details.startedAt(p);
     const marks = [p.pid === p.sid ? 'S' : '', p.pid === p.pgid ? 'G' : ''].join('');
     const cookie = cookies.get(p.pid);
-    const command = details.commandLine(p.pid) ?? `[${p.command}]`;
+    const command = printable(details.commandLine(p.pid) ?? `[${p.command}]`);
     return [
       String(p.pid).padStart(7),
       String(p.pgid).padStart(7),
@@ -90,7 +90,7 @@ export async function treeCommand(args: string[]): Promise<number> {
       ` ${p.state}`,
       (started === null ? '?' : formatAge(now - started)).padStart(6),
       ` ${marks.padEnd(2)}`,
-      ` ${'  '.repeat(depth)}${command}${cookie ? `  run=${cookie}` : ''}${isGone(p) ? '  (zombie)' : ''}`,
+      ` ${'  '.repeat(depth)}${command}${cookie ? `  run=${printable(cookie)}` : ''}${isGone(p) ? '  (zombie)' : ''}`,
     ].join(' ');
   };
   const header = `${'PID'.padStart(7)} ${'PGID'.padStart(7)} ${'SID'.padStart(7)}  S ${'AGE'.padStart(6)}  LD  COMMAND`;
