@@ -203,6 +203,23 @@ describe('background jobs of a shell on a terminal', () => {
 });
 
 describe('input and size', () => {
+  it('input the program does not read (raw mode, busy) never blocks the host: timers fire, the exit is seen', async () => {
+    // libuv wrote to the master in a blocking loop: a megabyte to a program in raw mode that does
+    // not read stopped the event loop until it read, and for ever if it exited without reading.
+    const { handle } = startPty(['sh', '-c', 'stty raw -echo; sleep 0.3; exit 3'], { stdin: 'pipe' });
+    leaks.track(handle.pid);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 10);
+    const t0 = Date.now();
+    handle.stdin?.write(Buffer.alloc(1024 * 1024, 0x61));
+    expect(Date.now() - t0).toBeLessThan(1000);
+    const result = await handle.result;
+    clearInterval(ticker);
+    expect(result.exitCode).toBe(3);
+    expect(ticks).toBeGreaterThan(5);
+  });
+
   it('a program driven through stdin: write a line, read the answer, end with EOT', async () => {
     const s = startPty(['pty-answer.sh'], { stdin: 'pipe', timeoutMs: 20_000 });
     s.handle.stdin?.write('hello\n');

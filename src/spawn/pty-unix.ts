@@ -1,4 +1,4 @@
-import { closeSync, constants, openSync, readSync } from 'node:fs';
+import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { LaunchPlan } from '../containment/index.js';
 import { tty } from '../lazy-builtins.js';
@@ -90,12 +90,13 @@ export function openUnixTerminal(
   });
   // EIO is how a drained master says every slave descriptor is closed; nothing else is ours to raise.
   master.on('error', () => {});
+  const input = new MasterInput(forked.fd);
 
   return {
     pid: forked.pid,
     outputDone,
     write(data) {
-      if (!master.destroyed) master.write(data);
+      if (!master.destroyed) input.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
     },
     resize(cols, rows) {
       if (master.destroyed) return;
@@ -106,10 +107,69 @@ export function openUnixTerminal(
       }
     },
     release() {
+      input.stop();
       master.destroy();
       letGo();
     },
   };
+}
+
+/** The longest wait between two tries of a write the terminal refused for now. */
+const MAX_RETRY_MS = 50;
+
+/**
+ * Keystrokes into the master, in order, never blocking this thread. libuv writes to a PTY master
+ * in "blocking" mode (it cannot reopen a master as it reopens other terminals), and node-pty's
+ * master is non-blocking: while the program does not read (a full-screen program busy, raw mode),
+ * the terminal's input queue is full and libuv retried the refused write in a loop, the whole
+ * event loop stuck in it (timeouts never fired; a program that exited without reading hung the
+ * host for good). Here a refused write (EAGAIN) is tried again on a timer, backing off to
+ * MAX_RETRY_MS; what waits is held in memory, as the docs say.
+ */
+class MasterInput {
+  private readonly queue: Buffer[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private delay = 1;
+  private stopped = false;
+
+  constructor(private readonly fd: number) {}
+
+  write(bytes: Uint8Array): void {
+    if (this.stopped || bytes.length === 0) return;
+    this.queue.push(Buffer.from(bytes));
+    if (this.timer === undefined) this.pump();
+  }
+
+  /** The run is over: what waits is dropped, and no timer is left behind. */
+  stop(): void {
+    this.stopped = true;
+    this.queue.length = 0;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private pump(): void {
+    this.timer = undefined;
+    while (!this.stopped && this.queue.length > 0) {
+      const head = this.queue[0] as Buffer;
+      let n: number;
+      try {
+        n = writeSync(this.fd, head);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') {
+          this.timer = setTimeout(() => this.pump(), this.delay);
+          this.delay = Math.min(MAX_RETRY_MS, this.delay * 2);
+          return;
+        }
+        // EIO: the terminal is gone, and with it whoever would have read this.
+        this.stop();
+        return;
+      }
+      this.delay = 1;
+      if (n >= head.length) this.queue.shift();
+      else this.queue[0] = head.subarray(n);
+    }
+  }
 }
 
 /** macOS spawns through node-pty's helper executable, found where node-pty finds it. */
