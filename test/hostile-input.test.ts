@@ -336,3 +336,13 @@ describe('live sessions', () => {
     await pool.shutdown();
   });
 });
+
+describe('LiveSessionPool options', () => {
+  it('a supervisor, clock or env that is not one is INVALID_OPTION when the pool is made', () => {
+    for (const options of [{ supervisor: {} }, { clock: 5 }, { clock: {} }, { env: 'str' }]) {
+      expect(() => new LiveSessionPool(options as never)).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION' }),
+      );
+    }
+  });
+});

@@ -60,6 +60,19 @@ export function checkPoolOptions(options: LivePoolOptions | undefined): LivePool
       `LiveSessionPool options.maxSessions: ${showValue(max)} is not a whole number of 1 or more.`,
     );
   }
+  const has = (value: unknown, methods: string[]) =>
+    typeof value === 'object' &&
+    value !== null &&
+    methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
+  if (o.supervisor !== undefined && !has(o.supervisor, ['spawn'])) {
+    throw invalid('LiveSessionPool options.supervisor must be a Supervisor.');
+  }
+  if (o.clock !== undefined && !has(o.clock, ['now', 'setTimeout', 'clearTimeout'])) {
+    throw invalid('LiveSessionPool options.clock must be a Clock ({ now, setTimeout, clearTimeout }).');
+  }
+  if (o.env !== undefined && (typeof o.env !== 'object' || o.env === null)) {
+    throw invalid('LiveSessionPool options.env must be an object of environment variables.');
+  }
   return { ...(o as LivePoolOptions), ...sessionOptions(o, 'LiveSessionPool options'), maxSessions: max };
 }
 
