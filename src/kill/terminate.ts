@@ -47,12 +47,6 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   /** Gone before their SIGKILL at the bound, in a re-forking tree: they may have left a child. */
   let lost = 0;
   const notes: string[] = [];
-  /**
-   * Members a signal could not reach while they lived on: another user's process, a set-uid
-   * program (EPERM), one the guard refuses. No later signal of ours will end them, so neither the
-   * grace nor the SIGKILL bound waits for them.
-   */
-  const unreachable = new Set<string>();
 
   const record = (members: ProcessInfo[], signal: NodeJS.Signals) => {
     const atMs = Math.round(clock.now() - t0);
@@ -73,8 +67,6 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     record(reached, signal);
     // Listed, then gone (or refused) before its signal: still part of the report.
     const hit = new Set(reached.map(key));
-    const missed = members.filter((m) => !hit.has(key(m)));
-    for (const m of await aliveAmong(plan.table, missed, 0)) unreachable.add(key(m));
     for (const m of members) {
       if (hit.has(key(m)) || reports.has(key(m))) continue;
       reports.set(key(m), {
@@ -106,26 +98,18 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   if (members.length > 0) {
     await graceful(members);
     graceFrom = clock.now();
-    if (plan.signal !== 'SIGKILL') {
-      members = await waitForGrace(target, plan, reports, graceful, graceFrom, unreachable);
-    }
+    if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, graceFrom);
     if (members.length > 0) {
       killedAt = clock.now();
       // kill(): the first signal was the SIGKILL; a second round before looking again only costs time.
-      const kill = await killUntilGone(target, plan, members, send, plan.signal === 'SIGKILL', unreachable);
+      const kill = await killUntilGone(target, plan, members, send, plan.signal === 'SIGKILL');
       members = kill.left;
       lost = kill.lost;
-      const refused = members.filter((m) => unreachable.has(key(m))).length;
-      if (refused > 0) {
-        notes.push(
-          `${refused} process(es) could not be signalled (not permitted: another user's, or a set-uid program); counted as escaped`,
-        );
-      }
-      if (members.length > refused) {
+      if (members.length > 0) {
         notes.push(
           kill.reforking
             ? `${members.length} process(es) kept forking under new sessions faster than they could be stopped; counted as escaped`
-            : `${members.length - refused} process(es) still alive after SIGKILL for ${plan.killTimeoutMs ?? 3000} ms (uninterruptible, or re-forking faster than the tree could be read); counted as escaped`,
+            : `${members.length} process(es) still alive after SIGKILL for ${plan.killTimeoutMs ?? 3000} ms (uninterruptible, or re-forking faster than the tree could be read); counted as escaped`,
         );
       }
       if (lost > 0) {
@@ -167,19 +151,17 @@ async function waitForGrace(
   reports: Map<string, { info: ProcessInfo }>,
   graceful: (m: ProcessInfo[]) => Promise<void>,
   t0: number,
-  unreachable: ReadonlySet<string>,
 ): Promise<ProcessInfo[]> {
   const deadline = t0 + plan.graceMs;
   let from = 0;
   for (;;) {
-    // Reports only grow, at the end: the members before `from` were seen gone and stay gone. The
-    // unreachable are not waited for: no signal of ours ends them.
-    const known = [...reports.values()].map((r) => r.info).filter((m) => !unreachable.has(key(m)));
+    // Reports only grow, at the end: the members before `from` were seen gone and stay gone.
+    const known = [...reports.values()].map((r) => r.info);
     from = await firstAlive(plan.table, known, from);
     let alive: ProcessInfo[] | null = null;
     if (from === known.length) {
       alive = await target.members();
-      if (alive.every((m) => unreachable.has(key(m)))) return alive;
+      if (alive.length === 0) return [];
       // Forked after the first signal: they are members too and get the same graceful signal.
       const unseen = alive.filter((m) => !reports.has(key(m)));
       if (unseen.length > 0) await graceful(unseen);
@@ -206,7 +188,6 @@ async function killUntilGone(
   first: ProcessInfo[],
   send: (signal: NodeJS.Signals, m: ProcessInfo[]) => Promise<ProcessInfo[]>,
   firstSent: boolean,
-  unreachable: ReadonlySet<string>,
 ): Promise<{ left: ProcessInfo[]; reforking: boolean; lost: number }> {
   const start = plan.clock.now();
   const giveUpAt = start + (plan.killTimeoutMs ?? 3000);
@@ -240,8 +221,6 @@ async function killUntilGone(
     // A re-forking tree seen empty once may only have been between two generations: a second
     // scan that also stops what it reads must agree.
     if (members.length === 0 && reforking) members = await scan();
-    // Only what no signal of ours can reach is left: retrying until the bound changes nothing.
-    if (members.every((m) => unreachable.has(key(m)))) break;
     if (plan.clock.now() >= giveUpAt) {
       // Out of time. What this scan saw for the first time (on a loaded host one scan can take
       // most of the bound) was never sent a SIGKILL: it gets one, and only what outlives it, or
