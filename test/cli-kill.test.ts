@@ -222,7 +222,7 @@ function nobodyCannotRunNode(): string | null {
 }
 
 describe('what kill and tree print of other processes, and where', () => {
-  it("a command named with escape sequences and newlines is printed with '?' in their place", () => {
+  it("a command named with escape sequences and newlines is printed with '?' in their place", async () => {
     // Any local user names a process so; printed raw, it retitles the terminal of whoever lists it
     // and adds rows of its choosing.
     const name = '\u001b]0;pwned\u0007\u001b[31mEVIL\n  99999 fake\u009b';
@@ -242,6 +242,8 @@ describe('what kill and tree print of other processes, and where', () => {
     expect(out.split('\n').filter(Boolean)).toHaveLength(2);
     expect(/\p{Cc}/u.test(out.replaceAll('\n', ''))).toBe(false);
     process.kill(pid, 'SIGKILL');
+    // The signal lands a moment later: the leak check after the test must not see it alive.
+    await waitFor(() => !alive(pid), { what: 'the sleeper gone' });
   });
 
   it('a report that cannot be written (a full disk) is a write error and status 1, not a stack trace', async () => {

@@ -90,7 +90,10 @@ export function openUnixTerminal(
   });
   // EIO is how a drained master says every slave descriptor is closed; nothing else is ours to raise.
   master.on('error', () => {});
-  const input = new MasterInput(forked.fd);
+  // The master closes itself when the output ends, possibly long before release(): its number may
+  // then be another file's, so nothing is written once the stream is destroyed.
+  const input = new MasterInput(forked.fd, () => !master.destroyed);
+  master.once('close', () => input.stop());
 
   return {
     pid: forked.pid,
@@ -132,7 +135,11 @@ class MasterInput {
   private delay = 1;
   private stopped = false;
 
-  constructor(private readonly fd: number) {}
+  constructor(
+    private readonly fd: number,
+    /** False once the master's stream is destroyed (synchronously, before its fd is closed). */
+    private readonly open: () => boolean,
+  ) {}
 
   write(bytes: Uint8Array): void {
     if (this.stopped || bytes.length === 0) return;
@@ -150,6 +157,7 @@ class MasterInput {
 
   private pump(): void {
     this.timer = undefined;
+    if (!this.open()) this.stop();
     while (!this.stopped && this.queue.length > 0) {
       const head = this.queue[0] as Buffer;
       let n: number;
