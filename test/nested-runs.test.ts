@@ -22,6 +22,23 @@ const environOf = (pid: number) =>
       .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
   );
 
+/**
+ * A process's environment once it has one: between two execs (the shim's, the shell's `exec`) the
+ * kernel shows it empty for a moment.
+ */
+const settledEnviron = (pid: number) =>
+  waitFor(
+    () => {
+      try {
+        const env = environOf(pid);
+        return env.PROCWARDEN_RUN ? env : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    { what: `the environment of ${pid}` },
+  );
+
 /** The pid a command wrote to `file`, once it has. */
 const pidIn = (file: string) => () => {
   try {
@@ -39,7 +56,7 @@ describe.skipIf(process.platform !== 'linux')('a run inside a run', () => {
       containment: 'process-group',
     });
     const inner = await waitFor(pidIn(join(dir, 'inner.pid')), { what: 'the inner command' });
-    const env = environOf(inner);
+    const env = await settledEnviron(inner);
     // Innermost last: the suite may itself run inside a run.
     expect(env.PROCWARDEN_OUTER_RUNS?.split(' ').at(-1)).toBe(outer.id);
     expect(env.PROCWARDEN_RUN).not.toBe(outer.id);
@@ -69,7 +86,7 @@ describe.skipIf(process.platform !== 'linux')('a run inside a run', () => {
       graceMs: 300,
     });
     const pid = await waitFor(pidIn(join(dir, 'escapee.pid')), { what: 'the escapee' });
-    expect(environOf(pid).PROCWARDEN_OUTER_RUNS?.split(' ').at(-1)).toBe(outer.id);
+    expect((await settledEnviron(pid)).PROCWARDEN_OUTER_RUNS?.split(' ').at(-1)).toBe(outer.id);
     outer.cancel();
     const result = await outer.result;
     expect(alive(pid)).toBe(false);
