@@ -4,17 +4,20 @@ import type { Writable } from 'node:stream';
 import { ProcwardenError } from '../errors.js';
 import { net } from '../lazy-builtins.js';
 
+function cannotOpen(path: string, code: string | undefined): ProcwardenError {
+  return new ProcwardenError(
+    'INVALID_OPTION',
+    `output.file ${JSON.stringify(path)} cannot be opened for writing (${code}); check that its directory exists and is writable.`,
+  );
+}
+
 /**
  * What would make opening `path` for output fail, checked without opening it (opening a FIFO's
  * write end and closing it again would hand its reader an end of file): a missing directory, a
  * directory in its place, no write permission. Throws what the sink's open would throw.
  */
 export function checkWritable(path: string): void {
-  const cannot = (code: string | undefined) =>
-    new ProcwardenError(
-      'INVALID_OPTION',
-      `output.file ${JSON.stringify(path)} cannot be opened for writing (${code}); check that its directory exists and is writable.`,
-    );
+  const cannot = (code: string | undefined) => cannotOpen(path, code);
   try {
     if (statSync(path).isDirectory()) throw cannot('EISDIR');
     accessSync(path, constants.W_OK);
@@ -61,10 +64,7 @@ export class FileSink {
         );
         return;
       }
-      throw new ProcwardenError(
-        'INVALID_OPTION',
-        `output.file ${JSON.stringify(path)} cannot be opened for writing (${code}); check that its directory exists and is writable.`,
-      );
+      throw cannotOpen(path, code);
     }
     this.stream = openStream(fd);
     this.stream.on('error', (error: NodeJS.ErrnoException) =>

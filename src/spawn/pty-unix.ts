@@ -141,9 +141,10 @@ class MasterInput {
     private readonly open: () => boolean,
   ) {}
 
-  write(bytes: Uint8Array): void {
+  /** `bytes` is handed over: the callers (PtyInput, end of input) pass buffers of their own. */
+  write(bytes: Buffer): void {
     if (this.stopped || bytes.length === 0) return;
-    this.queue.push(Buffer.from(bytes));
+    this.queue.push(bytes);
     if (this.timer === undefined) this.pump();
   }
 

@@ -153,15 +153,24 @@ export class ProcfsTable implements ProcessTable {
           if (!env) unreadable = true;
           return tries <= MAX_REREADS ? 'again' : 'ok';
         }
-        // Each variable found once for all the queries that name it.
-        const values = new Map<string, string | null>(names.map((name) => [name, envValue(env, name)]));
-        queries.forEach((q, i) => {
-          if (start < (floors[i] as number)) return;
-          const listed = q.listName === undefined ? null : values.get(q.listName);
-          if (values.get(q.name) !== q.value && !listed?.split(' ').includes(q.value)) return;
-          holders[i]?.add(pid);
-          q.onHolder?.(info);
-        });
+        // Each variable found once for all the queries that name it; a process that holds none of
+        // them (most do not) costs no pass over the queries.
+        const values = new Map<string, string>();
+        for (const name of names) {
+          const value = envValue(env, name);
+          if (value !== null) values.set(name, value);
+        }
+        if (values.size > 0) {
+          queries.forEach((q, i) => {
+            if (start < (floors[i] as number)) return;
+            const holds =
+              values.get(q.name) === q.value ||
+              (q.listName !== undefined && (values.get(q.listName)?.split(' ').includes(q.value) ?? false));
+            if (!holds) return;
+            holders[i]?.add(pid);
+            q.onHolder?.(info);
+          });
+        }
       }
       processes.push(info);
       return 'ok';
