@@ -105,6 +105,14 @@ describe('procwarden kill', () => {
     ['pid 0', ['0'], /^procwarden kill: '0' is not a process id/],
     ['a word', ['abc'], /^procwarden kill: 'abc' is not a process id/],
     ['a negative pid', ['--', '-5'], /^procwarden kill: '-5' is not a process id/],
+    // 2^53 + 1 reads as 2^53 in JavaScript: it was signalled as a pid nobody typed.
+    ['a pid past 2^53', ['9007199254740993'], /^procwarden kill: '9007199254740993' is not a process id/],
+    ['a pid past 2^32', ['4294967296'], /^procwarden kill: '4294967296' is not a process id/],
+    [
+      'a value that starts with a dash',
+      ['--grace', '-1s', '123'],
+      /^procwarden kill: option '--grace' was followed by '-1s', which is read as an option; give a value that starts with '-' as --grace=-1s$/,
+    ],
     ['bad grace', ['--grace', 'soon', '123'], /^procwarden kill: --grace: "soon" is not a duration/],
     ['bad signal', ['--signal', 'NOPE', '123'], /^procwarden kill: --signal: "NOPE" is not a signal/],
     ['unknown option', ['--force', '123'], /^procwarden kill: unrecognized option '--force'/],

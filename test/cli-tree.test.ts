@@ -69,6 +69,34 @@ describe('procwarden tree', () => {
     leaks.trackCookie(JSON.parse(readFileSync(json, 'utf8')).id);
   });
 
+  it("a member's own tree lists no escapees for the run's processes above it", async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const json = join(dir, 'result.json');
+    const run = startCli([
+      'run',
+      '--json',
+      json,
+      '--timeout',
+      '60s',
+      '--',
+      'sh',
+      '-c',
+      'sleep 60 & echo $! > "$0/child.pid"; echo ready; wait',
+      dir,
+    ]);
+    leaks.track(run.child.pid);
+    await waitFor(() => run.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
+    const child = Number(readFileSync(join(dir, 'child.pid'), 'utf8'));
+    leaks.track(child);
+    const out = (await tree([String(child)])).stdout.toString();
+    expect(row(out, child)?.join(' ')).toMatch(/run=pw\w+-1/);
+    // The shell that started it is the run's root, with the same cookie: above it, not escaped.
+    expect(out).not.toContain('escaped from this tree');
+    run.child.kill('SIGTERM');
+    expect((await run.done).status).toBe(143);
+    leaks.trackCookie(JSON.parse(readFileSync(json, 'utf8')).id);
+  });
+
   it('marks a group leader that is not a session leader', async () => {
     // `set -m` gives the background job its own process group inside the shell's session.
     const shell = spawn('bash', ['-c', 'set -m; sleep 60 & echo $!; wait'], {
@@ -99,8 +127,9 @@ describe('procwarden tree', () => {
     const word = await tree(['abc']);
     expect(word.status).toBe(2);
     expect(word.stderr.split('\n')[0]).toBe(
-      "procwarden tree: 'abc' is not a process id; give a positive whole number",
+      "procwarden tree: 'abc' is not a process id; give a whole number from 1 to 4294967295",
     );
+    expect((await tree(['9007199254740993'])).status).toBe(2);
     const two = await tree(['1', '2']);
     expect(two.status).toBe(2);
   });

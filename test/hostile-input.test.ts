@@ -4,10 +4,10 @@
 // anything.
 import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LiveSessionPool, type RunStdin, Supervisor } from '../src/index.js';
+import { LiveSessionPool, type RunStdin, reap, Supervisor, terminateTree } from '../src/index.js';
 import { LeakGuard, makeTmp } from './helpers/procs.js';
 
 const exec = promisify(execFile);
@@ -211,6 +211,39 @@ describe('options checked before anything is done', () => {
     const [result] = await closing;
     expect(result?.reason).toBe('shutdown');
     expect(result?.escalated).toBe(false);
+  });
+});
+
+describe('the state directory, reap and pids', () => {
+  it('an empty or non-string stateDir is INVALID_OPTION; a relative one is made absolute at once', async () => {
+    for (const stateDir of ['', 42, 'a\0b']) {
+      expect(() => new Supervisor({ stateDir: stateDir as never })).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION' }),
+      );
+      await expect(reap({ stateDir: stateDir as never })).rejects.toMatchObject({ code: 'INVALID_OPTION' });
+    }
+    const dir = makeTmp();
+    const report = await reap({ stateDir: join(dir, 'x', '..', 'state'), dryRun: true });
+    expect(report.stateDir).toBe(resolve(dir, 'state'));
+  });
+
+  it('reap checks its grace and dryRun before reading any record', async () => {
+    const stateDir = makeTmp();
+    for (const graceMs of [-1, Number.NaN, '5s']) {
+      await expect(reap({ stateDir, graceMs: graceMs as never })).rejects.toMatchObject({
+        code: 'INVALID_DURATION',
+      });
+    }
+    await expect(reap({ stateDir, dryRun: 'yes' as never })).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+    });
+    await expect(reap(null as never)).rejects.toMatchObject({ code: 'INVALID_OPTION' });
+  });
+
+  it('terminateTree refuses a pid no platform can have, and one JavaScript has rounded', async () => {
+    for (const pid of [2 ** 32, 2 ** 53 + 1, 0, -1, 1.5, Number.NaN]) {
+      await expect(terminateTree(pid)).rejects.toMatchObject({ code: 'INVALID_PID' });
+    }
   });
 });
 

@@ -91,6 +91,15 @@ describe('the journal on disk', () => {
     expect(none.status, none.stdout + none.stderr).toBe(0);
   });
 
+  it("`procwarden reap --state-dir ''` is a usage error, not the current directory's journal", () => {
+    const run = spawnSync(process.execPath, [join(dist, 'cli', 'main.js'), 'reap', '--state-dir', ''], {
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stdout + run.stderr).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.split('\n')[0]).toMatch(/^procwarden reap: --state-dir: "" is not a directory path/);
+  });
+
   it('a cookie holder started before the run is not its member, as for a live supervisor', async () => {
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));
     const cookie = `pwtestdead${process.pid}-born`;

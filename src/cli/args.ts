@@ -126,6 +126,12 @@ function describeParseError(error: NodeJS.ErrnoException & Error, args: readonly
       // Only a long option can be given a value it does not take (`--quiet=yes`).
       if (error.message.includes('does not take'))
         return `option '${long ?? short}' doesn't allow an argument`;
+      // parseArgs refuses a value that starts with a dash (`--grace -1s`), where getopt takes it.
+      if (error.message.includes('ambiguous')) {
+        const name = long ?? short ?? '';
+        const next = args[args.indexOf(name) + 1] ?? '';
+        return `option '${name}' was followed by '${next}', which is read as an option; give a value that starts with '-' as ${name}=${next}`;
+      }
       // Only the last word can lack its value: that word says which form was typed.
       const typedLong = long !== undefined && args.at(-1) === long;
       return typedLong || short === undefined
@@ -135,4 +141,17 @@ function describeParseError(error: NodeJS.ErrnoException & Error, args: readonly
     default:
       return error.message.split('. ')[0] ?? error.message;
   }
+}
+
+/**
+ * A PID as typed: digits only (no sign, no space, no 0x), from 1 to the library's MAX_PID. Not
+ * imported from it: this file is in the CLI's entry, which `--version` loads, and the library's
+ * chunk would come with it.
+ */
+export function parsePid(text: string, status: number): number {
+  const pid = Number(text);
+  if (!/^\d+$/.test(text) || pid < 1 || pid > 0xffffffff) {
+    throw new UsageError(`'${text}' is not a process id; give a whole number from 1 to 4294967295`, status);
+  }
+  return pid;
 }

@@ -2,7 +2,7 @@ import { isProcwardenError } from '../errors.js';
 import { terminateTree } from '../kill/index.js';
 import { normalizeSignal, parseDuration } from '../options/index.js';
 import type { MemberReport, TerminateReport } from '../types.js';
-import { parseOptions, UsageError } from './args.js';
+import { parseOptions, parsePid, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { formatMs, printable, processes, sigkillSent } from './format.js';
@@ -28,13 +28,6 @@ function usage<T>(make: () => T): T {
     if (isProcwardenError(error)) throw new UsageError(error.message, EXIT_USAGE);
     throw error;
   }
-}
-
-function parsePid(text: string): number {
-  if (!/^\d+$/.test(text) || Number(text) === 0) {
-    throw new UsageError(`'${text}' is not a process id; give positive whole numbers`, EXIT_USAGE);
-  }
-  return Number(text);
 }
 
 const OUTCOME_TEXT: Record<MemberReport['outcome'], string> = {
@@ -119,7 +112,7 @@ export async function killCommand(args: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length === 0) throw new UsageError('missing PID; e.g. procwarden kill 4242', EXIT_USAGE);
-  const pids = positionals.map(parsePid);
+  const pids = positionals.map((text) => parsePid(text, EXIT_USAGE));
   const graceMs = usage(() => (values.grace ? parseDuration(values.grace, '--grace') : 5000));
   const signal = usage(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
 

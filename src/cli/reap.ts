@@ -1,5 +1,5 @@
 import { isProcwardenError } from '../errors.js';
-import { type ReapedRun, type ReapReport, reap } from '../journal/index.js';
+import { checkStateDir, type ReapedRun, type ReapReport, reap } from '../journal/index.js';
 import { parseDuration } from '../options/index.js';
 import { parseOptions, UsageError } from './args.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
@@ -49,15 +49,18 @@ export async function reapCommand(args: string[]): Promise<number> {
   }
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`, EXIT_USAGE);
   let graceMs: number | undefined;
+  let stateDir: string | undefined;
   try {
     graceMs = values.grace === undefined ? undefined : parseDuration(values.grace, '--grace');
+    stateDir =
+      values['state-dir'] === undefined ? undefined : checkStateDir(values['state-dir'], '--state-dir');
   } catch (error) {
     if (isProcwardenError(error)) throw new UsageError(error.message, EXIT_USAGE);
     throw error;
   }
   const report = await reap({
     dryRun: values['dry-run'] === true,
-    ...(values['state-dir'] !== undefined ? { stateDir: values['state-dir'] } : {}),
+    ...(stateDir !== undefined ? { stateDir } : {}),
     ...(graceMs !== undefined ? { graceMs } : {}),
   });
   writeNow(1, values.json ? `${JSON.stringify(report, null, 2)}\n` : describe(report));

@@ -1,5 +1,5 @@
 import { isGone, type ProcessInfo, platformTable } from '../tree/index.js';
-import { parseOptions, UsageError } from './args.js';
+import { parseOptions, parsePid, UsageError } from './args.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { formatAge, printable } from './format.js';
 import { TREE_HELP } from './help.js';
@@ -34,9 +34,7 @@ export async function treeCommand(args: string[]): Promise<number> {
   }
   if (positionals.length > 1) throw new UsageError('give at most one PID', EXIT_USAGE);
   const pidText = positionals[0];
-  if (pidText !== undefined && (!/^\d+$/.test(pidText) || Number(pidText) === 0)) {
-    throw new UsageError(`'${pidText}' is not a process id; give a positive whole number`, EXIT_USAGE);
-  }
+  if (pidText !== undefined) parsePid(pidText, EXIT_USAGE);
 
   const list = (await platformTable().list()).sort((a, b) => a.pid - b.pid);
   const details = platformDetails();
@@ -70,10 +68,22 @@ export async function treeCommand(args: string[]): Promise<number> {
       return EXIT_FAILURE;
     }
     rows = walk([root], children, seen);
-    // Members of the same runs that left this subtree (setsid + double fork re-parent them away).
+    // Members of the same runs that left their run's tree (setsid + double fork re-parent them
+    // away): a holder of the cookie whose parent holds none. The run's own processes above PID, and
+    // their other children, have a parent in the run: they are the run, not escapees.
     const runs = new Set(rows.map((r) => cookies.get(r.info.pid)).filter((c) => c !== undefined));
-    const strays = list.filter((p) => !seen.has(p.pid) && runs.has(cookies.get(p.pid) ?? ''));
-    const strayRoots = strays.filter((p) => !strays.some((q) => q.pid === p.ppid));
+    const above = new Set<number>();
+    for (let p = byPid.get(root.ppid); p && !above.has(p.pid); p = byPid.get(p.ppid)) above.add(p.pid);
+    const strayRoots = list.filter((p) => {
+      const cookie = cookies.get(p.pid);
+      return (
+        cookie !== undefined &&
+        runs.has(cookie) &&
+        !seen.has(p.pid) &&
+        !above.has(p.pid) &&
+        cookies.get(p.ppid) !== cookie
+      );
+    });
     escaped = walk(strayRoots, children, seen);
   }
 

@@ -2,4 +2,4 @@ export { CgroupRemains } from './cgroup-remains.js';
 export { Journal, type JournalEntry, type JournalProblem } from './journal.js';
 export { type ReapAction, type ReapedRun, type ReapOptions, type ReapReport, reap } from './reap.js';
 export { parseRecord, RECORD_FORMAT, type RunRecord } from './record.js';
-export { defaultStateDir } from './state-dir.js';
+export { checkStateDir, defaultStateDir } from './state-dir.js';

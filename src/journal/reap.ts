@@ -1,13 +1,13 @@
 import { type Clock, realClock } from '../clock.js';
-import { describeThrown } from '../errors.js';
+import { describeThrown, ProcwardenError } from '../errors.js';
 import { Deliverer, Guard, type SendSignal, terminate } from '../kill/index.js';
-import { DEFAULT_GRACE_MS, normalizeSignal } from '../options/index.js';
+import { checkDuration, DEFAULT_GRACE_MS, normalizeSignal } from '../options/index.js';
 import { CoalescingTable, isGone, type ProcessTable, platformTable } from '../tree/index.js';
 import { CgroupRemains, removeSupervisorCgroup } from './cgroup-remains.js';
 import { Journal, type JournalEntry, type JournalProblem } from './journal.js';
 import { OrphanTarget } from './orphan-target.js';
 import type { RunRecord } from './record.js';
-import { defaultStateDir } from './state-dir.js';
+import { checkStateDir, defaultStateDir } from './state-dir.js';
 
 export interface ReapOptions {
   /** Report what would be terminated; signal nothing, remove nothing. */
@@ -80,7 +80,8 @@ export interface ReapReport {
  * Runs of a live supervisor are never touched. Orphaned trees are terminated in parallel.
  */
 export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
-  const stateDir = options.stateDir ?? defaultStateDir();
+  checkReapOptions(options);
+  const stateDir = options.stateDir === undefined ? defaultStateDir() : checkStateDir(options.stateDir);
   const dryRun = options.dryRun === true;
   // Orphaned trees are terminated in parallel: their scans can share snapshots.
   const table = options.table ?? new CoalescingTable(platformTable());
@@ -265,4 +266,15 @@ function best(files: JournalEntry[]): RunRecord {
 function crashGrace(recorded: number): number {
   // `procwarden timeout` without -k records Number.MAX_SAFE_INTEGER; any grace as long is unbounded.
   return recorded >= Number.MAX_SAFE_INTEGER ? DEFAULT_GRACE_MS : recorded;
+}
+
+/** Checked before any record is read: a grace of -1 or NaN would otherwise reach a live tree. */
+function checkReapOptions(options: ReapOptions): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new ProcwardenError('INVALID_OPTION', 'reap options must be an object, e.g. { dryRun: true }.');
+  }
+  if (options.dryRun !== undefined && typeof options.dryRun !== 'boolean') {
+    throw new ProcwardenError('INVALID_OPTION', 'dryRun must be true or false.');
+  }
+  if (options.graceMs !== undefined) checkDuration(options.graceMs, 'graceMs');
 }

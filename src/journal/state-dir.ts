@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
+import { ProcwardenError, showValue } from '../errors.js';
 
 /**
  * Where run records live: PROCWARDEN_STATE_DIR, else $XDG_STATE_HOME/procwarden, else
@@ -10,4 +11,20 @@ export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
   const xdg = env.XDG_STATE_HOME;
   if (xdg && isAbsolute(xdg)) return join(xdg, 'procwarden');
   return join(homedir(), '.local', 'state', 'procwarden');
+}
+
+/**
+ * A state directory the caller gave: made absolute once, here, so that a later `process.chdir()`
+ * cannot scatter one supervisor's records over two directories, and so that the watchdog (which
+ * may start in another directory) reads where the records are. An empty string is refused: it
+ * would put records in whatever the current directory is.
+ */
+export function checkStateDir(value: unknown, what = 'stateDir'): string {
+  if (typeof value !== 'string' || value === '' || value.includes('\0')) {
+    throw new ProcwardenError(
+      'INVALID_OPTION',
+      `${what}: ${showValue(value)} is not a directory path; give a non-empty path, or leave it out for the default (${defaultStateDir()}).`,
+    );
+  }
+  return resolve(value);
 }

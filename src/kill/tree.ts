@@ -1,10 +1,12 @@
 import { type Clock, realClock } from '../clock.js';
-import { ProcwardenError } from '../errors.js';
+import { ProcwardenError, showValue } from '../errors.js';
 import { checkDuration, normalizeSignal } from '../options/index.js';
 import {
   descendantsOf,
   isGone,
+  isProcessId,
   isWindowsTable,
+  MAX_PID,
   type ProcessInfo,
   type ProcessTable,
   platformTable,
@@ -40,10 +42,10 @@ export async function terminateTree(
   pid: number,
   options: TerminateTreeOptions = {},
 ): Promise<TerminateReport> {
-  if (!Number.isInteger(pid) || pid <= 0) {
+  if (!isProcessId(pid)) {
     throw new ProcwardenError(
       'INVALID_PID',
-      `pid ${String(pid)} is not a valid process id; give a positive integer.`,
+      `pid ${showValue(pid)} is not a valid process id; give a whole number from 1 to ${MAX_PID}.`,
     );
   }
   if (typeof options !== 'object' || options === null) {

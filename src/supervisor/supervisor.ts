@@ -1,7 +1,7 @@
 import { type Clock, realClock } from '../clock.js';
 import { CgroupHost } from '../containment/index.js';
 import { describeThrown, ProcwardenError, showValue } from '../errors.js';
-import { defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
+import { checkStateDir, defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
 import { checkDuration, normalizeSpec } from '../options/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
@@ -81,7 +81,7 @@ export class Supervisor {
     this.launchers = { child: launchChild, pty: createPtyLauncher(), ...options.launchers };
     this.registry = new RunRegistry(count(options.maxExited, 'maxExited', DEFAULT_MAX_EXITED));
     this.logChars = count(options.logChars, 'logChars', DEFAULT_LOG_CHARS);
-    this.stateDir = options.stateDir ?? defaultStateDir();
+    this.stateDir = options.stateDir === undefined ? defaultStateDir() : checkStateDir(options.stateDir);
     this.journal =
       options.journal === false ? null : new RunJournal(new Journal(this.stateDir), this.table, this.id);
     // The watchdog reaps from the journal: without one it would have nothing to go by.

@@ -21,6 +21,8 @@ export { SnapshotTable } from './snapshot.js';
 export {
   type EnvQuery,
   isGone,
+  isProcessId,
+  MAX_PID,
   type ProcessInfo,
   type ProcessTable,
   type Sweep,

@@ -114,6 +114,16 @@ export interface ProcessTable {
   births?(): number | null;
 }
 
+/**
+ * No platform hands out a pid above 2^32 - 1 (Linux's pid_max is at most 2^22, Windows' ids are
+ * 32-bit); a larger number, or one past 2^53 that JavaScript has already rounded, names nobody.
+ */
+export const MAX_PID = 0xffffffff;
+
+export function isProcessId(pid: unknown): pid is number {
+  return typeof pid === 'number' && Number.isInteger(pid) && pid > 0 && pid <= MAX_PID;
+}
+
 /** Zombies and dead entries count as gone: on hosts whose PID 1 does not reap, they stay forever. */
 export function isGone(info: ProcessInfo | null | undefined): boolean {
   return !info || info.state === 'Z' || info.state === 'X' || info.state === 'x';
