@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { painter } from '../src/cli/colour.js';
@@ -265,5 +265,71 @@ describe('what kill and tree print of other processes, and where', () => {
     );
     expect(r.status).toBe(1);
     expect(r.stderr).toBe('procwarden kill: write error: ENOSPC: no space left on device, write\n');
+  });
+});
+
+const asNobody = process.getuid?.() === 0 && existsSync('/usr/bin/setpriv');
+const NOBODY = ['--reuid=nobody', '--regid=nogroup', '--clear-groups'];
+
+/** A parent that runs as nobody, with a child that stays root's and runs `child`. */
+async function mixedTree(child: string): Promise<{ dir: string; parent: number; child: number }> {
+  const dir = leaks.trackDir(makeTmp());
+  const tree = spawn(
+    'sh',
+    ['-c', `${child} & echo $! > "$0/child.pid"; exec setpriv ${NOBODY.join(' ')} sleep 31`, dir],
+    { stdio: 'ignore', detached: true },
+  );
+  leaks.track(tree.pid);
+  const pid = await waitFor(() => readPids(dir).get('child'), { what: 'the child' });
+  leaks.track(pid);
+  await waitFor(() => readFileSync(`/proc/${tree.pid}/status`, 'utf8').includes('\nUid:\t65534'), {
+    what: 'the parent running as nobody',
+  });
+  return { dir, parent: tree.pid as number, child: pid };
+}
+
+/** `procwarden kill --json PID` run as nobody. */
+function killAsNobody(dir: string, pid: number): { status: number | null; report: TerminateReport } {
+  const r = spawnSync('setpriv', [...NOBODY, process.execPath, CLI, 'kill', '--json', String(pid)], {
+    encoding: 'utf8',
+    env: { ...process.env, HOME: dir, PROCWARDEN_STATE_DIR: join(dir, 'state') },
+  });
+  return { status: r.status, report: JSON.parse(r.stdout)[0].report };
+}
+
+describe.skipIf(!asNobody)('a member kill may not signal (EPERM): needs root and setpriv', () => {
+  it('is not waited for in the grace, is retried for the SIGKILL bound, and is reported as refused', async () => {
+    const { dir, parent, child } = await mixedTree('sleep 30');
+    const { status, report } = killAsNobody(dir, parent);
+    expect(status).toBe(1);
+    // The parent got SIGTERM and left; the grace (5 s) was not waited out for the child nobody
+    // could ask to leave. (The old code waited all of it, then 3 s of SIGKILL retries: 8 s.)
+    expect(report.graceUsedMs).toBeLessThan(2500);
+    expect(report.escaped).toBe(1);
+    const row = report.members.find((m) => m.pid === child);
+    expect(row?.outcome).toBe('escaped');
+    expect(row?.signals).toEqual([]);
+    expect(report.notes.join('\n')).toContain(
+      `1 process(es) could not be signalled (not permitted: another user's process or a set-uid program; run as its owner or root), pid ${child}`,
+    );
+    expect(report.notes.join('\n')).not.toContain('still alive after SIGKILL');
+    const text = describeOutcome({ pid: parent, report }, painter(false));
+    expect(text).toContain('SIGKILL could not be sent; 1 survived');
+    expect(text).toMatch(new RegExp(`${child}  sleep .*NOT PERMITTED`));
+    expect(alive(parent)).toBe(false);
+    process.kill(child, 'SIGKILL');
+    await waitFor(() => !alive(child), { what: 'the child gone' });
+  });
+
+  it('one that drops its privileges within the SIGKILL bound is killed then', async () => {
+    // Root's for 1 s (its `sleep 1` too), then nobody's: the SIGTERM is refused, a later SIGKILL is not.
+    const { dir, parent, child } = await mixedTree(
+      `sh -c 'sleep 1; exec setpriv ${NOBODY.join(' ')} sleep 30'`,
+    );
+    const { status, report } = killAsNobody(dir, parent);
+    expect(status).toBe(0);
+    expect(report.escaped).toBe(0);
+    expect(report.members.find((m) => m.pid === child)?.outcome).toBe('killed');
+    expect(alive(child)).toBe(false);
   });
 });

@@ -70,7 +70,8 @@ function refusal(pid: number): Outcome | null {
 /** Whatever got SIGKILL is said so: "no SIGKILL needed" only when none was sent. */
 function sigkillText(report: TerminateReport): string {
   const sent = sigkillSent(report);
-  if (sent === 0) return 'no SIGKILL needed';
+  // Escalated, yet none reached: the survivors are not ours to signal (EPERM).
+  if (sent === 0) return report.escalated ? 'SIGKILL could not be sent' : 'no SIGKILL needed';
   if (sent === report.killed) return `${report.killed} needed SIGKILL`;
   return `SIGKILL sent to ${sent}, ${report.killed} died of it`;
 }
@@ -97,7 +98,10 @@ export function describeOutcome(outcome: Outcome, paint: ReturnType<typeof paint
   ].join('; ');
   const rows = report.members.map((m) => {
     const got = m.signals.map((s) => `${s.signal} +${s.atMs}ms`).join(', ');
-    return `  ${String(m.pid).padStart(7)}  ${printable(m.command).padEnd(16)}  ${got.padEnd(30)}  ${OUTCOME_TEXT[m.outcome]}`;
+    // Escaped without our SIGKILL reaching it: it was refused (see the notes), not survived.
+    const refused = m.outcome === 'escaped' && !m.signals.some((s) => s.signal === 'SIGKILL');
+    const outcome = refused ? 'NOT PERMITTED' : OUTCOME_TEXT[m.outcome];
+    return `  ${String(m.pid).padStart(7)}  ${printable(m.command).padEnd(16)}  ${got.padEnd(30)}  ${outcome}`;
   });
   const notes = [...countSame(report.notes)].map(
     ([n, times]) => `  note: ${printable(n)}${times > 1 ? ` (×${times})` : ''}`,

@@ -47,6 +47,14 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   /** Gone before their SIGKILL at the bound, in a re-forking tree: they may have left a child. */
   let lost = 0;
   const notes: string[] = [];
+  /**
+   * Members whose latest signal did not reach them while they lived on: another user's process
+   * or a set-uid program (EPERM), a Windows process taskkill could not ask. Not sticky: a later
+   * signal that reaches one (a set-uid program that dropped its privileges) takes it out. The
+   * grace does not wait for what is left of them alone: it was not asked to leave. SIGKILL is
+   * still retried for its whole bound: a set-uid program may drop its privileges a moment later.
+   */
+  const refused = new Set<string>();
 
   const record = (members: ProcessInfo[], signal: NodeJS.Signals) => {
     const atMs = Math.round(clock.now() - t0);
@@ -67,6 +75,9 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     record(reached, signal);
     // Listed, then gone (or refused) before its signal: still part of the report.
     const hit = new Set(reached.map(key));
+    for (const m of reached) refused.delete(key(m));
+    const missed = members.filter((m) => !hit.has(key(m)));
+    if (missed.length > 0) for (const m of await aliveAmong(plan.table, missed, 0)) refused.add(key(m));
     for (const m of members) {
       if (hit.has(key(m)) || reports.has(key(m))) continue;
       reports.set(key(m), {
@@ -98,18 +109,30 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   if (members.length > 0) {
     await graceful(members);
     graceFrom = clock.now();
-    if (plan.signal !== 'SIGKILL') members = await waitForGrace(target, plan, reports, graceful, graceFrom);
+    if (plan.signal !== 'SIGKILL') {
+      members = await waitForGrace(target, plan, reports, graceful, graceFrom, refused);
+    }
     if (members.length > 0) {
       killedAt = clock.now();
       // kill(): the first signal was the SIGKILL; a second round before looking again only costs time.
       const kill = await killUntilGone(target, plan, members, send, plan.signal === 'SIGKILL');
       members = kill.left;
       lost = kill.lost;
-      if (members.length > 0) {
+      const unreached = members.filter((m) => refused.has(key(m)));
+      if (unreached.length > 0) {
+        notes.push(
+          `${unreached.length} process(es) could not be signalled (not permitted: another user's process or a set-uid program; run as its owner or root), pid ${unreached
+            .slice(0, 10)
+            .map((m) => m.pid)
+            .join(', ')}${unreached.length > 10 ? ', …' : ''}; counted as escaped`,
+        );
+      }
+      const survivors = members.length - unreached.length;
+      if (survivors > 0) {
         notes.push(
           kill.reforking
-            ? `${members.length} process(es) kept forking under new sessions faster than they could be stopped; counted as escaped`
-            : `${members.length} process(es) still alive after SIGKILL for ${plan.killTimeoutMs ?? 3000} ms (uninterruptible, or re-forking faster than the tree could be read); counted as escaped`,
+            ? `${survivors} process(es) kept forking under new sessions faster than they could be stopped; counted as escaped`
+            : `${survivors} process(es) still alive after SIGKILL for ${plan.killTimeoutMs ?? 3000} ms (uninterruptible, or re-forking faster than the tree could be read); counted as escaped`,
         );
       }
       if (lost > 0) {
@@ -151,6 +174,7 @@ async function waitForGrace(
   reports: Map<string, { info: ProcessInfo }>,
   graceful: (m: ProcessInfo[]) => Promise<void>,
   t0: number,
+  refused: ReadonlySet<string>,
 ): Promise<ProcessInfo[]> {
   const deadline = t0 + plan.graceMs;
   let from = 0;
@@ -158,10 +182,15 @@ async function waitForGrace(
     // Reports only grow, at the end: the members before `from` were seen gone and stay gone.
     const known = [...reports.values()].map((r) => r.info);
     from = await firstAlive(plan.table, known, from);
+    // Alive, but no signal of ours reached it: not waited for (it is read again at every poll).
+    let waitedFor = from;
+    while (waitedFor < known.length && refused.has(key(known[waitedFor] as ProcessInfo))) {
+      waitedFor = await firstAlive(plan.table, known, waitedFor + 1);
+    }
     let alive: ProcessInfo[] | null = null;
-    if (from === known.length) {
+    if (waitedFor === known.length) {
       alive = await target.members();
-      if (alive.length === 0) return [];
+      if (alive.every((m) => refused.has(key(m)))) return alive;
       // Forked after the first signal: they are members too and get the same graceful signal.
       const unseen = alive.filter((m) => !reports.has(key(m)));
       if (unseen.length > 0) await graceful(unseen);

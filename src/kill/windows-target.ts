@@ -109,8 +109,8 @@ export class WindowsTreeTarget {
       const step = steps[i] as Step;
       if (result.outcome === 'unavailable') {
         this.note(
-          'graceful step skipped: taskkill is the only way to ask a Windows process to close, so the members ' +
-            'get the grace to exit on their own before the force step',
+          'graceful step skipped: taskkill is the only way to ask a Windows process to close; nobody was ' +
+            'asked, so the force step does not wait for the grace',
         );
       }
       reached.push(...reachedBy(step, result));
