@@ -68,6 +68,44 @@ describe('the journal on disk', () => {
     expect(journalFiles(stateDir)).toEqual(['pwtestfull-3.json.tmp']);
   });
 
+  it("a temporary file whose name is not one Journal.write makes is someone else's: reported, never removed", async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const foreign = join(stateDir, 'notes.json.tmp');
+    writeFileSync(foreign, 'my notes', { mode: 0o600 });
+    const hourAgo = new Date(Date.now() - 3600_000);
+    utimesSync(foreign, hourAgo, hourAgo);
+    const report = await reap({ stateDir });
+    expect(report.skipped.map((s) => [s.file, s.kind])).toEqual([['notes.json.tmp', 'invalid']]);
+    expect(readFileSync(foreign, 'utf8')).toBe('my notes');
+  });
+
+  it('a record file far larger than any record is not read', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    writeFileSync(join(stateDir, 'pwtestbig-1.json'), Buffer.alloc(1 << 20, 0x20), { mode: 0o600 });
+    const report = await reap({ stateDir, dryRun: true });
+    expect(report.skipped[0]?.problem).toBe('1048576 bytes, larger than any record (65536); not read');
+    expect(report.runs).toEqual([]);
+  });
+
+  it('a record that names no pid, cookie or cgroup is reported as unfindable and kept, not "reaped"', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    writeFileSync(join(stateDir, 'pwtestdead-7.json'), deadRecord('pwtestdead-7', {}), { mode: 0o600 });
+    const report = await reap({ stateDir });
+    expect(report.runs.map((r) => r.action)).toEqual(['refused']);
+    expect(report.runs[0]?.refused.join('\n')).toMatch(/names no pid, no cookie and no cgroup/);
+    expect(journalFiles(stateDir)).toEqual(['pwtestdead-7.json']);
+  });
+
+  it("a launch record without the supervisor's start time: the start in its cgroup's name tells a reused pid", async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    // Our own pid, alive, with a start time ('1') that is not ours: the supervisor is dead.
+    const cgroupPath = `/sys/fs/cgroup/none/procwarden-${process.pid}-1/pwtestdead-8`;
+    const record = deadRecord('pwtestdead-8', { supervisorStart: null, cgroupPath, cookie: 'pwtestdead-8' });
+    writeFileSync(join(stateDir, 'pwtestdead-8.json'), record, { mode: 0o600 });
+    const report = await reap({ stateDir, dryRun: true });
+    expect(report.runs.map((r) => r.action)).toEqual(['would-reap']);
+  });
+
   it('`procwarden reap` exits 1 when it cannot list the state directory (ENOTDIR)', () => {
     const file = join(leaks.trackDir(makeTmp('pw-state-')), 'a-file');
     writeFileSync(file, 'not a directory');
@@ -89,6 +127,7 @@ describe('the journal on disk', () => {
       },
     );
     expect(none.status, none.stdout + none.stderr).toBe(0);
+    expect(none.stdout).toContain('no runs recorded (the directory does not exist)');
   });
 
   it("`procwarden reap --state-dir ''` is a usage error, not the current directory's journal", () => {

@@ -1,5 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ReapReport, reap, Supervisor } from '../src/index.js';
@@ -212,6 +220,34 @@ describe('reap after a supervisor crash', () => {
     expect(journalFiles(stateDir)).toEqual([]);
     expect(hostCgroups(host.child.pid)).toEqual([]);
   });
+
+  for (const how of ['untrusted', 'killed', 'stopped'] as const) {
+    const what = {
+      untrusted: 'its records could not be written (a state directory anyone may write)',
+      killed: 'its watchdog was SIGKILLed and the host never heard of it',
+      stopped: 'its watchdog is stopped (SIGSTOP)',
+    }[how];
+    it(`a host that exits when ${what}: the exit hook kills the run itself`, async () => {
+      const dir = leaks.trackDir(makeTmp('pw-host-'));
+      const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+      if (how === 'untrusted') chmodSync(stateDir, 0o777);
+      const host = startHost('host-unguarded.mjs', [dir, stateDir, how]);
+      leaks.track(host.child.pid);
+      const hostStart = startTime(host.child.pid as number);
+      if (hostStart) hosts.push({ pid: host.child.pid as number, start: hostStart });
+      const watchdog = Number(await host.line('ready'));
+      leaks.track(watchdog);
+      expect((await host.exited).code).toBe(0);
+      const pids = readPids(dir);
+      for (const pid of pids.values()) leaks.track(pid);
+      expect(pids.size).toBe(2);
+      // Before the fix: left to a watchdog that had no record to go by, or was dead or stopped.
+      await waitFor(() => [...pids.values()].every((p) => !alive(p)), { timeoutMs: 3000, what: 'tree gone' });
+      if (how === 'stopped') process.kill(watchdog, 'SIGKILL');
+      await waitFor(() => !alive(watchdog), { timeoutMs: 5000, what: 'the watchdog gone' });
+      chmodSync(stateDir, 0o700);
+    });
+  }
 
   it('a cgroup path that is not below a cgroup2 mount is refused: what it lists is left alone', async () => {
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));

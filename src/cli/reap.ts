@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { isProcwardenError } from '../errors.js';
 import { checkStateDir, type ReapedRun, type ReapReport, reap } from '../journal/index.js';
 import { parseDuration } from '../options/index.js';
@@ -25,7 +26,11 @@ const ACTION_TEXT: Record<ReapedRun['action'], string> = {
 
 function describe(report: ReapReport): string {
   const lines = [`journal: ${report.stateDir}${report.dryRun ? ' (dry run: nothing was signalled)' : ''}`];
-  if (report.runs.length === 0) lines.push('no runs recorded');
+  // A mistyped --state-dir is told from a clean journal.
+  if (report.runs.length === 0)
+    lines.push(
+      existsSync(report.stateDir) ? 'no runs recorded' : 'no runs recorded (the directory does not exist)',
+    );
   for (const run of report.runs) {
     const tree = run.action === 'supervisor-alive' ? '' : `; ${processes(run.members.length)} left`;
     const killed = run.killed > 0 ? `, ${run.killed} needed SIGKILL` : '';

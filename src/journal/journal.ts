@@ -21,6 +21,8 @@ export interface JournalProblem {
 }
 
 const TMP = '.tmp';
+/** The temporary files Journal.write makes (`<run id>.json.tmp`, `<run id>.pid.json.tmp`); others are not ours to remove. */
+const OUR_TMP = /^pw[A-Za-z0-9_]*-\d+(\.pid)?\.json\.tmp$/;
 /** A temporary file this old that does not parse is a failed write, not one in progress. */
 const STALE_TMP_MS = 60_000;
 
@@ -117,7 +119,7 @@ export class Journal {
       }
       const parsed = parseRecord(read.text);
       if (typeof parsed !== 'string') entries.push({ file, record: parsed });
-      else if (tmp && now - read.mtimeMs > STALE_TMP_MS)
+      else if (tmp && OUR_TMP.test(file) && now - read.mtimeMs > STALE_TMP_MS)
         problems.push({ file, problem: `${parsed}; a failed write's leftover`, kind: 'stale' });
       else problems.push({ file, problem: `${parsed}; left alone`, kind: 'invalid' });
     }

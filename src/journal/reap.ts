@@ -1,3 +1,4 @@
+import { basename, dirname } from 'node:path';
 import { type Clock, realClock } from '../clock.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { Deliverer, Guard, type SendSignal, terminate } from '../kill/index.js';
@@ -95,13 +96,16 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
   const problems = dead ? [] : read.problems;
   const alive = new Map<string, Promise<boolean>>();
   const supervisorAlive = (r: RunRecord) => {
-    const k = `${r.supervisorPid}@${r.supervisorStart}`;
+    const k = `${r.supervisorPid}@${r.supervisorStart ?? startInCgroupName(r)}`;
     let p = alive.get(k);
     if (!p) {
       p = table.get(r.supervisorPid).then((info) => {
         if (isGone(info) || !info) return false;
-        // Without a recorded start time the pid alone decides, the cautious way: alive.
-        return r.supervisorStart === null || info.startTime === r.supervisorStart;
+        // The launch record, written in the tick the supervisor was made, may not have its start
+        // time yet; the cgroup it made then is named with it. With neither, the pid alone decides,
+        // the cautious way: alive.
+        const start = r.supervisorStart ?? startInCgroupName(r);
+        return start === null || info.startTime === start;
       });
       alive.set(k, p);
     }
@@ -175,6 +179,14 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
     const opened = CgroupRemains.forRecord({ ...record, cgroupPath: record.cgroupPath });
     if (typeof opened === 'string') refusedCgroup.push(`${opened}: left alone`);
     else cgroup = opened;
+  }
+  if (record.pid === null && !record.cookie && !cgroup) {
+    // The host died before it knew the pid, and the run had no cookie and no cgroup: nothing tells
+    // its processes from anyone's. Said so, and the record is kept: it is the only trace.
+    refusedCgroup.push(
+      'the record names no pid, no cookie and no cgroup (the host died right after the spawn of a run with cookie: false): what the run started cannot be found',
+    );
+    return { ...out, action: 'refused', refused: refusedCgroup };
   }
   const guard = await Guard.load(ctx.table);
   const deliverer = new Deliverer(ctx.table, guard, ctx.send);
@@ -277,4 +289,14 @@ function checkReapOptions(options: ReapOptions): void {
     throw new ProcwardenError('INVALID_OPTION', 'dryRun must be true or false.');
   }
   if (options.graceMs !== undefined) checkDuration(options.graceMs, 'graceMs');
+}
+
+/** The supervisor's start time in the name of the cgroup the record names (`procwarden-<pid>-<start>[/run]`). */
+function startInCgroupName(r: RunRecord): string | null {
+  if (!r.cgroupPath) return null;
+  for (const dir of [r.cgroupPath, dirname(r.cgroupPath)]) {
+    const m = /^procwarden-(\d+)-(\d+)$/.exec(basename(dir));
+    if (m && Number(m[1]) === r.supervisorPid) return m[2] as string;
+  }
+  return null;
 }

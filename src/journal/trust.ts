@@ -37,6 +37,9 @@ export type RecordFile = { text: string; mtimeMs: number } | { untrusted: string
  * Reads one record file without following a symlink, and only when this user owns it and nobody
  * else may write it (checked on the open descriptor, so the file cannot be swapped in between).
  */
+/** Far above any record procwarden writes (its command is cut at 200 characters). */
+const MAX_RECORD_BYTES = 64 * 1024;
+
 export function readRecordFile(path: string): RecordFile {
   let fd: number;
   try {
@@ -54,6 +57,9 @@ export function readRecordFile(path: string): RecordFile {
       return { untrusted: `owned by uid ${st.uid}, not by this user (uid ${me})` };
     if (me !== undefined && (st.mode & 0o022) !== 0)
       return { untrusted: `writable by group or others (mode ${octal(st.mode)})` };
+    // A record is a few hundred bytes; a huge file would cost a crash's recovery its memory and time.
+    if (st.size > MAX_RECORD_BYTES)
+      return { unreadable: `${st.size} bytes, larger than any record (${MAX_RECORD_BYTES}); not read` };
     return { text: readFileSync(fd, 'utf8'), mtimeMs: st.mtimeMs };
   } catch (error) {
     return { unreadable: `unreadable: ${(error as NodeJS.ErrnoException).code ?? error}` };

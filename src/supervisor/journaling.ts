@@ -6,6 +6,8 @@ import type { ManagedRun } from './managed-run.js';
 interface Tracked {
   record: RunRecord;
   done: boolean;
+  /** A write of its record failed: what is on disk (if anything) may not let a watchdog find it. */
+  failed: boolean;
 }
 
 const MAX_PROBLEMS = 50;
@@ -55,7 +57,7 @@ export class RunJournal {
       graceMs: run.spec.graceMs,
       command: run.spec.argv.join(' ').slice(0, 200),
     };
-    if (this.write(record)) this.tracked.set(run.id, { record, done: false });
+    if (this.write(record)) this.tracked.set(run.id, { record, done: false, failed: false });
   }
 
   /**
@@ -77,10 +79,16 @@ export class RunJournal {
           pgid: run.pgid,
           cgroupPath: run.cgroupPath ?? null,
         };
-        this.write(t.record);
+        if (!this.write(t.record)) t.failed = true;
       },
       () => {},
     );
+  }
+
+  /** Whether a watchdog can end this run from its record: it was written, and every rewrite too. */
+  recorded(run: ManagedRun): boolean {
+    const t = this.tracked.get(run.id);
+    return t !== undefined && !t.failed;
   }
 
   /** The run settled: its record goes, unless members escaped even SIGKILL (a later reap retries). */

@@ -64,9 +64,16 @@ export class Supervisor {
   private readonly journal: RunJournal | null;
   private readonly stateDir: string;
   private readonly watchdog: Watchdog | null;
-  /** With a watchdog alive, the host's exit is its cue: it ends the trees gracefully, not blunt. */
+  /**
+   * With a watchdog alive, the host's exit is its cue: it ends the trees gracefully, not blunt. It
+   * can only end what it can read: a run whose record could not be written (a state directory
+   * that is full, not ours, or not a directory) is killed here, as is every run when the watchdog
+   * is dead or stopped (its death may not have been delivered to us yet).
+   */
   private readonly onHostExit = () => {
-    if (this.watchdog?.pid === undefined) killLiveRunsNow(this.registry.liveRuns());
+    const live = this.registry.liveRuns();
+    const guarded = this.watchdog?.alive() === true;
+    killLiveRunsNow(guarded ? live.filter((run) => !this.journal?.recorded(run)) : live);
   };
   private exitHookArmed = false;
   private closing: Promise<RunResult[]> | undefined;

@@ -1,8 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { childProcess } from '../lazy-builtins.js';
+import { parseStat } from '../tree/procfs.js';
 import { CLEAN, toArgv, type WatchdogArgs } from './protocol.js';
 
 /**
@@ -35,6 +36,8 @@ export class Watchdog {
   private child: ChildProcess | null = null;
   private asked = false;
   private stopped = false;
+  /** Field 22 of its /proc/PID/stat, read when it was started: its identity at the host's exit. */
+  private startTime: string | undefined;
   problem: string | null = null;
 
   constructor(private readonly args: WatchdogArgs) {}
@@ -42,6 +45,33 @@ export class Watchdog {
   /** Its pid while it runs. */
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /**
+   * At the host's exit, synchronously: is it there to do its job? Its 'exit' event may not have
+   * been delivered (the host died in a busy loop, or is in its own exit), so the process itself
+   * is asked: a dead one, a zombie, or a stopped one (SIGSTOP) would leave the runs to no one.
+   */
+  alive(): boolean {
+    const pid = this.child?.pid;
+    if (pid === undefined) return false;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch (error) {
+      // No /proc (not Linux): whether a process has the pid is all there is to ask.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || existsSync('/proc/self/stat')) return false;
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    }
+    const info = parseStat(stat);
+    return (
+      info !== null && info.startTime === this.startTime && !['Z', 'X', 'x', 'T', 't'].includes(info.state)
+    );
   }
 
   /**
@@ -93,6 +123,11 @@ export class Watchdog {
       return;
     }
     this.child = child;
+    try {
+      this.startTime = parseStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8'))?.startTime;
+    } catch {
+      // no /proc, or it is gone already ('exit' will say so)
+    }
     const lost = (why: string) => {
       if (this.child === child) {
         this.child = null;
