@@ -11,9 +11,10 @@ import {
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ReapReport, reap, Supervisor } from '../src/index.js';
+import { ticksNow } from '../src/tree/index.js';
 import { sweepCgroups } from './helpers/cgroups.js';
 import { journalFiles, startHost } from './helpers/host.js';
-import { alive, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
+import { alive, fixture, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
 import { deadRecord, writableCgroupMount } from './helpers/reap.js';
 
 const leaks = new LeakGuard();
@@ -330,4 +331,68 @@ describe('reap after a supervisor crash', () => {
       });
     },
   );
+});
+
+describe('reap of a run that was ending when its supervisor died (a stop record)', () => {
+  /** record-signals.sh in `stay` mode: a parent and a child that record every signal; only SIGKILL ends them. */
+  async function recordingTree(cookie: string) {
+    const dir = leaks.trackDir(makeTmp('pw-stop-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const tree = spawn(fixture('record-signals.sh'), [dir, 'stay'], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, PROCWARDEN_RUN: cookie },
+    });
+    leaks.track(tree.pid);
+    await waitFor(() => readPids(dir).size === 2, { what: 'parent and child up' });
+    for (const pid of readPids(dir).values()) leaks.track(pid);
+    const pid = tree.pid as number;
+    return { dir, stateDir, pid };
+  }
+
+  function writeRecords(
+    stateDir: string,
+    runId: string,
+    pid: number,
+    stopping: Record<string, unknown>,
+  ): void {
+    const fields = { pid, pidStart: startTime(pid), pgid: pid, cookie: runId, graceMs: 5000 };
+    writeFileSync(join(stateDir, `${runId}.pid.json`), deadRecord(runId, fields), { mode: 0o600 });
+    const stop = deadRecord(runId, { ...fields, stopping });
+    writeFileSync(join(stateDir, `${runId}.stop.json`), stop, { mode: 0o600 });
+  }
+
+  it('what was signalled before is not signalled again, and SIGKILL comes at the recorded deadline', async () => {
+    const runId = 'pwtestdead-stop-1';
+    const { dir, stateDir, pid } = await recordingTree(runId);
+    // Stopped 4 s ago with a 5 s grace: 1 s is left, not 5. Both members were born before it.
+    const ticks = String(Number(ticksNow()) + 1);
+    writeRecords(stateDir, runId, pid, { signal: 'SIGUSR1', atMs: Date.now() - 4000, graceMs: 5000, ticks });
+    const t0 = Date.now();
+    const report = await reap({ stateDir });
+    const took = Date.now() - t0;
+    expect(report.runs.map((r) => r.action)).toEqual(['reaped']);
+    expect(report.runs[0]?.killed).toBeGreaterThanOrEqual(2);
+    expect(report.runs[0]?.notes.join('\n')).toContain('its sequence was taken over');
+    expect(took).toBeGreaterThanOrEqual(800);
+    expect(took).toBeLessThan(4000); // the whole grace again would be 5 s
+    // Neither USR1 (sent by the dead host) nor the record's SIGTERM reached them from reap.
+    expect(existsSync(join(dir, 'parent.sig')) || existsSync(join(dir, 'child.sig'))).toBe(false);
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it("members born after the first signal get the recorded signal, not the record's own", async () => {
+    const runId = 'pwtestdead-stop-2';
+    const { dir, stateDir, pid } = await recordingTree(runId);
+    writeRecords(stateDir, runId, pid, {
+      signal: 'SIGUSR1',
+      atMs: Date.now() - 4500,
+      graceMs: 5000,
+      ticks: '0',
+    });
+    const report = await reap({ stateDir });
+    expect(report.runs.map((r) => r.action)).toEqual(['reaped']);
+    for (const who of ['parent', 'child'])
+      expect(readFileSync(join(dir, `${who}.sig`), 'utf8'), who).toBe('USR1\n');
+  });
 });

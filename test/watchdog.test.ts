@@ -206,3 +206,40 @@ describe('the watchdog ends the trees of a host that died', () => {
     expect(journalFiles(run.stateDir)).toEqual([`${run.ready.supervisorId}-decoy.pid.json`]);
   });
 });
+
+describe('a host that dies while its run is ending', () => {
+  it('the watchdog goes on with that sequence: the same signal, not sent twice, the same deadline', async () => {
+    const dir = leaks.trackDir(makeTmp('pw-wd-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-wd-state-'));
+    const grace = 2000;
+    const host = startHost('host-cancels.mjs', [dir, stateDir, 'SIGUSR1', String(grace)]);
+    leaks.track(host.child.pid);
+    const ready = JSON.parse(await host.line('ready')) as {
+      watchdogPid: number;
+      cgroup: string | null;
+      supervisorId: string;
+    };
+    leaks.trackCookie(ready.supervisorId);
+    leaks.track(ready.watchdogPid);
+    if (ready.cgroup) madeCgroups.push(ready.cgroup);
+    const members = [...readPids(dir).values()];
+    for (const pid of members) leaks.track(pid);
+    await host.line('cancelled');
+    const cancelled = Date.now();
+    host.child.kill('SIGKILL');
+    await waitFor(() => members.every((p) => !alive(p)), {
+      timeoutMs: BOUND + grace,
+      what: 'every member gone',
+    });
+    const gone = Date.now();
+    // Each member got the cancel's USR1 once, from the host; the watchdog did not send the record's
+    // SIGTERM, nor USR1 again (a trap's cleanup would start over).
+    for (const who of ['parent', 'child']) {
+      expect(readFileSync(join(dir, `${who}.sig`), 'utf8'), who).toBe('USR1\n');
+    }
+    // The members stay for anything but SIGKILL: they lived out the grace the cancel gave them.
+    expect(gone - cancelled).toBeGreaterThanOrEqual(grace - 500);
+    await waitFor(() => !alive(ready.watchdogPid), { timeoutMs: BOUND, what: 'watchdog gone' });
+    expect(journalFiles(stateDir)).toEqual([]);
+  });
+});

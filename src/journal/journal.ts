@@ -21,13 +21,13 @@ export interface JournalProblem {
 }
 
 const TMP = '.tmp';
-/** The temporary files Journal.write makes (`<run id>.json.tmp`, `<run id>.pid.json.tmp`); others are not ours to remove. */
-const OUR_TMP = /^pw[A-Za-z0-9_]*-\d+(\.pid)?\.json\.tmp$/;
+/** The temporary files Journal.write makes (`<run id>[.pid|.stop].json.tmp`); others are not ours to remove. */
+const OUR_TMP = /^pw[A-Za-z0-9_]*-\d+(\.pid|\.stop)?\.json\.tmp$/;
 /** A temporary file this old that does not parse is a failed write, not one in progress. */
 const STALE_TMP_MS = 60_000;
 
 /**
- * A directory of run records (one or two files per run, see recordFileNames). Writes are atomic
+ * A directory of run records (one to three files per run, see recordFileNames). Writes are atomic
  * (write a temporary file, then rename), so a reader never sees half a record. No fsync: a record protects against the supervisor dying, and
  * the processes it names do not survive a machine crash either.
  */
@@ -45,7 +45,10 @@ export class Journal {
       this.made = true;
     }
     const names = recordFileNames(record.runId);
-    const path = join(this.dir, record.pid === null ? names.launch : names.pid);
+    const path = join(
+      this.dir,
+      record.stopping ? names.stop : record.pid === null ? names.launch : names.pid,
+    );
     try {
       writeFileSync(path + TMP, JSON.stringify(record), { mode: 0o600 });
       renameSync(path + TMP, path);
@@ -63,6 +66,7 @@ export class Journal {
   /** Removes every file of a run's record. */
   remove(runId: string): void {
     const names = recordFileNames(runId);
+    removeFile(join(this.dir, names.stop));
     removeFile(join(this.dir, names.pid));
     removeFile(join(this.dir, names.launch));
   }

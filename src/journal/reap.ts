@@ -3,7 +3,14 @@ import { type Clock, realClock } from '../clock.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { Deliverer, Guard, type SendSignal, terminate } from '../kill/index.js';
 import { checkDuration, DEFAULT_GRACE_MS, normalizeSignal } from '../options/index.js';
-import { CoalescingTable, isGone, type ProcessTable, platformTable } from '../tree/index.js';
+import {
+  bornBefore,
+  CoalescingTable,
+  isGone,
+  type ProcessInfo,
+  type ProcessTable,
+  platformTable,
+} from '../tree/index.js';
 import { CgroupRemains, removeSupervisorCgroup } from './cgroup-remains.js';
 import { Journal, type JournalEntry, type JournalProblem } from './journal.js';
 import { OrphanTarget } from './orphan-target.js';
@@ -196,17 +203,28 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   const refused = () => [...refusedCgroup, ...target.refused];
   if (ctx.dryRun) return { ...out, action: 'would-reap', notes: [...target.notes], refused: refused() };
 
+  // A host that died while the run was ending had signalled it already: the sequence goes on with
+  // that signal, to what it did not reach, until the deadline it set.
+  const stop = record.stopping;
   let signal: NodeJS.Signals = 'SIGTERM';
   try {
-    signal = normalizeSignal(record.killSignal);
+    signal = normalizeSignal(stop?.signal ?? record.killSignal);
   } catch {
-    notes.push(`recorded signal ${record.killSignal} is unknown here; SIGTERM used`);
+    notes.push(`recorded signal ${stop?.signal ?? record.killSignal} is unknown here; SIGTERM used`);
   }
+  const grace = stop
+    ? stop.graceMs >= Number.MAX_SAFE_INTEGER
+      ? crashGrace(stop.graceMs)
+      : Math.max(0, stop.atMs + stop.graceMs - Date.now())
+    : crashGrace(record.graceMs);
+  if (stop)
+    notes.push(`the run was ending when its supervisor died (${stop.signal}); its sequence was taken over`);
   const report = await terminate(target, {
     signal,
-    graceMs: ctx.graceMs ?? crashGrace(record.graceMs),
+    graceMs: ctx.graceMs ?? grace,
     clock: ctx.clock,
     table: ctx.table,
+    ...(stop?.ticks ? { signalledBefore: (m: ProcessInfo) => bornBefore(m, stop.ticks) } : {}),
   });
   const result: ReapedRun = {
     ...out,
@@ -264,10 +282,12 @@ function groupByRun(entries: JournalEntry[]): JournalEntry[][] {
   return [...byRun.values()];
 }
 
-/** The most informed version: the one that knows the pid. */
+/** The most informed version: the one that knows the pid, with the stopping record's news. */
 function best(files: JournalEntry[]): RunRecord {
   const withPid = files.find((f) => f.record.pid !== null);
-  return (withPid ?? (files[0] as JournalEntry)).record;
+  const record = (withPid ?? (files[0] as JournalEntry)).record;
+  const stopping = files.find((f) => f.record.stopping)?.record.stopping;
+  return stopping ? { ...record, stopping } : record;
 }
 
 /**

@@ -30,6 +30,13 @@ export interface TerminatePlan {
   escalateNow?: () => boolean;
   /** How long survivors of SIGKILL are chased before being reported as escaped. Default 3000 ms. */
   killTimeoutMs?: number;
+  /**
+   * A sequence taken over from a host that died while it ran (reap): members for which this is
+   * true got the graceful signal from it, and get only the rest of the grace, not a second signal.
+   */
+  signalledBefore?: (member: ProcessInfo) => boolean;
+  /** Called once the first signal has gone out to the members found (not when there were none). */
+  onSignalled?: () => void;
 }
 
 const MAX_POLL_MS = 25;
@@ -107,7 +114,21 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   // from the scan before it (slow on a loaded machine).
   let graceFrom = t0;
   if (members.length > 0) {
-    await graceful(members);
+    const before = plan.signal === 'SIGKILL' ? undefined : plan.signalledBefore;
+    await graceful(before ? members.filter((m) => !before(m)) : members);
+    // Signalled by the host that started the sequence: waited for in the grace like the rest.
+    if (before)
+      for (const m of members.filter(before)) {
+        if (!reports.has(key(m)))
+          reports.set(key(m), {
+            pid: m.pid,
+            command: m.command,
+            signals: [],
+            outcome: 'exited-in-grace',
+            info: m,
+          });
+      }
+    plan.onSignalled?.();
     graceFrom = clock.now();
     if (plan.signal !== 'SIGKILL') {
       members = await waitForGrace(target, plan, reports, graceful, graceFrom, refused);

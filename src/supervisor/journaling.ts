@@ -1,4 +1,4 @@
-import type { Journal, RunRecord } from '../journal/index.js';
+import type { Journal, RunRecord, StoppingRecord } from '../journal/index.js';
 import type { ProcessTable } from '../tree/index.js';
 import type { RunResult } from '../types.js';
 import type { ManagedRun } from './managed-run.js';
@@ -8,6 +8,8 @@ interface Tracked {
   done: boolean;
   /** A write of its record failed: what is on disk (if anything) may not let a watchdog find it. */
   failed: boolean;
+  /** Its stopping record was written (once: a second write would replace a file, see recordFileNames). */
+  stopping: boolean;
 }
 
 const MAX_PROBLEMS = 50;
@@ -57,7 +59,7 @@ export class RunJournal {
       graceMs: run.spec.graceMs,
       command: run.spec.argv.join(' ').slice(0, 200),
     };
-    if (this.write(record)) this.tracked.set(run.id, { record, done: false, failed: false });
+    if (this.write(record)) this.tracked.set(run.id, { record, done: false, failed: false, stopping: false });
   }
 
   /**
@@ -83,6 +85,18 @@ export class RunJournal {
       },
       () => {},
     );
+  }
+
+  /**
+   * The run's termination sent its first signal: a watchdog that takes over after a crash goes on
+   * with that signal and that deadline, and does not signal again what was signalled already (a
+   * second SIGTERM restarts a trap's cleanup). A failed write leaves it starting over, as before.
+   */
+  stopping(run: ManagedRun, stopping: StoppingRecord): void {
+    const t = this.tracked.get(run.id);
+    if (!t || t.done || t.stopping) return;
+    t.stopping = true;
+    this.write({ ...t.record, stopping });
   }
 
   /** Whether a watchdog can end this run from its record: it was written, and every rewrite too. */

@@ -1,12 +1,13 @@
 import { type Clock, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
+import type { StoppingRecord } from '../journal/index.js';
 import { type SendSignal, terminate } from '../kill/index.js';
 import { util } from '../lazy-builtins.js';
 import { checkPtyCells, type NormalSpec, normalizeSignal } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
-import type { ProcessInfo, ProcessTable } from '../tree/index.js';
+import { type ProcessInfo, type ProcessTable, ticksNow } from '../tree/index.js';
 import type {
   CancelOptions,
   RunHandle,
@@ -26,6 +27,8 @@ export interface RunDeps {
   cgroups?: CgroupHost;
   launcher: Launcher;
   onSettled?: (run: ManagedRun, result: RunResult) => void;
+  /** The termination's first signal went out (see RunJournal.stopping). */
+  onStopping?: (run: ManagedRun, stopping: StoppingRecord) => void;
 }
 
 /**
@@ -242,16 +245,20 @@ export class ManagedRun implements RunHandle {
     if (this.termination || this.launched?.pid === undefined || this.spawnError) return;
     this.clearTimers();
     this.status = 'stopping';
-    const { clock, table } = this.deps;
-    this.termination = this.attached.then(() =>
-      terminate(this.hold, {
+    const { clock, table, onStopping } = this.deps;
+    this.termination = this.attached.then(() => {
+      // Read before the tree is: whatever was born before it is found, and signalled.
+      const ticks = onStopping ? ticksNow() : null;
+      return terminate(this.hold, {
         signal,
         graceMs: this.spec.graceMs,
         clock,
         table,
         escalateNow: () => this.escalate,
-      }),
-    );
+        onSignalled: () =>
+          onStopping?.(this, { signal, atMs: Date.now(), graceMs: this.spec.graceMs, ticks }),
+      });
+    });
     this.termination.then(
       () => this.settle(),
       () => this.settle(),

@@ -143,6 +143,7 @@ export class Supervisor {
       cgroups: this.cgroups,
       launcher,
       onSettled: (r: ManagedRun, result: RunResult) => this.settled(r, result),
+      ...(this.journal ? { onStopping: this.journal.stopping.bind(this.journal) } : {}),
     });
     const entry: RegistryEntry = { run, log, scope: normal.scope ?? null, result: null, endedAt: null };
     const earlier =
