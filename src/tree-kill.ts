@@ -5,8 +5,16 @@
  * PID ≤ 1, this process and its ancestors refused. The callback runs once the tree is extinct.
  */
 import { ProcwardenError } from './errors.js';
-import { terminateTree } from './kill/index.js';
+import { signalTree, terminateTree } from './kill/index.js';
 import { normalizeSignal } from './options/index.js';
+import { MAX_PID } from './tree/index.js';
+
+/**
+ * The signals that ask a process to end, for which the tree is ended: the signal, the grace,
+ * SIGKILL for the survivors. Any other is delivered once to every member, as tree-kill does: a
+ * SIGUSR2 or SIGHUP that makes a daemon reload, a SIGSTOP, a SIGCONT must not end the tree.
+ */
+const ENDING = new Set<NodeJS.Signals>(['SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGKILL']);
 
 export type TreeKillCallback = (error?: Error) => void;
 
@@ -23,12 +31,16 @@ export function treeKill(
     callback = signal;
     signal = undefined;
   }
+  if (callback !== undefined && callback !== null && typeof callback !== 'function') {
+    throw new ProcwardenError('INVALID_OPTION', 'the tree-kill callback must be a function, or left out.');
+  }
   // What tree-kill does with its argument, so that '1234' and 1234.0 keep working.
   const pid = Number.parseInt(String(pidArg), 10);
-  let name: NodeJS.Signals;
+  let name: NodeJS.Signals | 0;
   try {
     if (Number.isNaN(pid)) throw new Error('pid must be a number');
-    name = normalizeSignal(signal ?? 'SIGTERM', 'tree-kill signal');
+    // Node's process.kill reads a falsy signal as SIGTERM and 0 as "does it exist?"; so does this.
+    name = signal === 0 ? 0 : normalizeSignal(signal || 'SIGTERM', 'tree-kill signal');
     refuseAtOnce(pid);
   } catch (error) {
     // Like tree-kill: reported to the callback when there is one, thrown otherwise.
@@ -37,23 +49,30 @@ export function treeKill(
     process.nextTick(() => report(error as Error));
     return;
   }
-  terminateTree(pid, { signal: name }).then(
-    (report) => {
-      // An escapee is a member that could not be ended (EPERM, say): tree-kill reports those too.
-      const error =
-        report.escaped > 0
-          ? new Error(
-              `${report.escaped} process(es) of the tree of pid ${pid} could not be ended: ${report.notes.join('; ')}`,
-            )
-          : undefined;
-      if (callback) process.nextTick(callback, error);
+  const done = (error?: Error) => {
+    if (!callback) return;
+    const call = callback;
+    // tree-kill calls back with no argument when all went well.
+    process.nextTick(() => (error ? call(error) : call()));
+  };
+  if (name === 0) {
+    done();
+    return;
+  }
+  const work = ENDING.has(name)
+    ? terminateTree(pid, { signal: name }).then((report) => ({ failed: report.escaped, notes: report.notes }))
+    : signalTree(pid, name).then((report) => ({ failed: report.refused, notes: report.notes }));
+  work.then(
+    ({ failed, notes }) => {
+      // A member that could not be ended or signalled (EPERM, say): tree-kill reports those too.
+      done(failed > 0 ? unreached(pid, failed, notes) : undefined);
     },
     (error: unknown) => {
       // Without a callback nobody can be told; tree-kill would crash the host here, procwarden
       // never does (an ancestor refused, say, is known only once the table was read).
       // tree-kill calls back without an error when the pid is already gone: the tree is extinct.
       const gone = error instanceof ProcwardenError && error.code === 'NO_SUCH_PROCESS';
-      if (callback) process.nextTick(callback, gone ? undefined : (error as Error));
+      done(gone ? undefined : (error as Error));
     },
   );
 }
@@ -64,14 +83,34 @@ export function treeKill(
  * pid; procwarden never does.
  */
 function refuseAtOnce(pid: number): void {
-  if (pid <= 1 || pid === process.pid) {
+  if (pid <= 0 || pid > MAX_PID) {
     throw new ProcwardenError(
-      pid <= 0 ? 'INVALID_PID' : 'FORBIDDEN_TARGET',
+      'INVALID_PID',
       pid <= 0
         ? `pid ${pid} is not a process id (tree-kill would have signalled a process group); give a positive integer.`
-        : `refusing to terminate pid ${pid}: it is PID 1 or this process.`,
+        : `pid ${pid} is not a process id; no platform has one above ${MAX_PID}.`,
     );
   }
+  if (pid === 1 || pid === process.pid) {
+    throw new ProcwardenError(
+      'FORBIDDEN_TARGET',
+      `refusing to terminate pid ${pid}: it is PID 1 or this process.`,
+    );
+  }
+}
+
+/**
+ * The error for members that could not be reached: each distinct note once (a SIGKILL retried for
+ * its whole bound fails the same way each time), and `code` 'EPERM' where that was why, as the
+ * error of tree-kill's process.kill has.
+ */
+function unreached(pid: number, count: number, notes: readonly string[]): Error {
+  const distinct = [...new Set(notes)];
+  const error = new Error(
+    `${count} process(es) of the tree of pid ${pid} could not be ended: ${distinct.join('; ')}`,
+  ) as NodeJS.ErrnoException;
+  if (distinct.some((n) => n.includes('EPERM') || n.includes('not permitted'))) error.code = 'EPERM';
+  return error;
 }
 
 export default treeKill;

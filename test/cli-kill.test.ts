@@ -321,6 +321,22 @@ describe.skipIf(!asNobody)('a member kill may not signal (EPERM): needs root and
     await waitFor(() => !alive(child), { what: 'the child gone' });
   });
 
+  it('the tree-kill drop-in calls back with code EPERM, each reason said once', async () => {
+    const { dir, parent, child } = await mixedTree('sleep 30');
+    const dropIn = join(import.meta.dirname, '..', 'dist', 'tree-kill.js');
+    const script = `import(${JSON.stringify(dropIn)}).then((m) => m.default(${parent}, (e) => console.log(JSON.stringify({ code: e?.code, message: e?.message }))))`;
+    const r = spawnSync('setpriv', [...NOBODY, process.execPath, '-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, HOME: dir },
+    });
+    const { code, message } = JSON.parse(r.stdout);
+    expect(code).toBe('EPERM');
+    // The SIGKILL was retried for 3 s, each time refused: said once, not once per retry.
+    expect(message.split(`SIGKILL to pid ${child} failed: EPERM`).length).toBe(2);
+    process.kill(child, 'SIGKILL');
+    await waitFor(() => !alive(child), { what: 'the child gone' });
+  });
+
   it('one that drops its privileges within the SIGKILL bound is killed then', async () => {
     // Root's for 1 s (its `sleep 1` too), then nobody's: the SIGTERM is refused, a later SIGKILL is not.
     const { dir, parent, child } = await mixedTree(

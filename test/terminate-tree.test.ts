@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProcwardenError, terminateTree } from '../src/index.js';
@@ -178,5 +179,108 @@ describe('terminateTree refuses bad targets with a typed error, signalling nothi
     expect(alive(pid)).toBe(true);
     sleeper.kill('SIGKILL');
     await waitFor(() => !alive(pid));
+  });
+});
+
+const asRootWithUnshare =
+  process.getuid?.() === 0 && spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status === 0;
+
+describe('what shares a number with the tree is not the tree', () => {
+  it.skipIf(!asRootWithUnshare)(
+    'a stranger that gets a dead member’s pid (and leads its own group) is not taken for a late fork (needs root and unshare)',
+    () => {
+      const library = join(import.meta.dirname, '..', 'dist', 'index.js');
+      const r = spawnSync(
+        'unshare',
+        [
+          '--pid',
+          '--fork',
+          '--mount-proc',
+          'bash',
+          '-c',
+          'node "$0" "$1"; true',
+          fixture('reuse-in-namespace.mjs'),
+          library,
+        ],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
+      const line = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '{}');
+      // The stranger held the dead member's number (forced with ns_last_pid in its own namespace)...
+      expect(line.reused, r.stderr).toBe(true);
+      // ...and the termination, its grace over, left it alone. (It was SIGKILLed with the tree.)
+      expect(line.alive).toBe(true);
+    },
+  );
+
+  it("the other side of the target's pipeline (one process group) is not ended, nor what it starts in the grace", async () => {
+    const dir = leaks.trackDir(makeTmp());
+    // `set -m`: the pipeline is one job, one group, led by T; S is T's sibling, not in its tree.
+    const job = spawn(
+      'bash',
+      [
+        '-c',
+        `set -m
+         bash -c 'echo $$ > "$0/T.pid"; trap "" TERM; exec sleep 300' "$0" |
+         bash -c 'echo $$ > "$0/S.pid"; while [ ! -e "$0/go" ]; do sleep 0.02; done; sleep 300 & echo $! > "$0/SC.pid"; wait' "$0"
+         wait`,
+        dir,
+      ],
+      { detached: true, stdio: 'ignore' },
+    );
+    leaks.track(job.pid);
+    const pids = await waitFor(() => (readPids(dir).size === 2 ? readPids(dir) : undefined), {
+      what: 'T and S',
+    });
+    const [t, s] = [pids.get('T') as number, pids.get('S') as number];
+    for (const p of [t, s]) leaks.track(p);
+    const ending = terminateTree(t, { graceMs: 1500 });
+    // S starts a child while T's grace runs: in T's group, born after the first look, yet S's.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    writeFileSync(join(dir, 'go'), '');
+    const sc = await waitFor(() => readPids(dir).get('SC'), { what: "S's child" });
+    leaks.track(sc);
+    const report = await ending;
+    expect(alive(t)).toBe(false);
+    expect(report.members.map((m) => m.pid)).not.toContain(sc);
+    expect(alive(s)).toBe(true);
+    expect(alive(sc)).toBe(true);
+    for (const p of [sc, s, job.pid as number]) process.kill(p, 'SIGKILL');
+    await waitFor(() => !alive(sc) && !alive(s), { what: 'S and its child gone' });
+  });
+});
+
+const python = spawnSync('python3', ['-c', 'import ctypes']).status === 0;
+
+/** The process has a thread that is not a zombie (its leader may be one). */
+function runs(pid: number): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/task`).some(
+      (tid) => !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')),
+    );
+  } catch {
+    return false;
+  }
+}
+
+describe.skipIf(!python)('a process whose main thread exited while another runs (needs python3)', () => {
+  it('is alive, not gone: it gets the signal and is ended', async () => {
+    // The leader calls pthread_exit: /proc shows it Z, its worker thread sleeps on.
+    const script =
+      'import ctypes, threading, time\nthreading.Thread(target=lambda: [time.sleep(0.05) for _ in iter(int, 1)]).start()\nprint("ready", flush=True)\nctypes.CDLL(None).pthread_exit(None)';
+    const child = spawn('python3', ['-c', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    const pid = child.pid as number;
+    leaks.track(pid);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c));
+    await waitFor(
+      () => out.includes('ready') && /^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8')),
+      {
+        what: 'the leader a zombie',
+      },
+    );
+    expect(runs(pid)).toBe(true);
+    const report = await terminateTree(pid, { graceMs: 2000 });
+    expect(report.signalled).toBe(1);
+    await waitFor(() => !runs(pid), { what: 'the process gone' });
   });
 });

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProcwardenError } from '../src/index.js';
@@ -17,6 +18,14 @@ async function startTree(script: string) {
   leaks.track(child.pid);
   await waitFor(() => out.includes('ready'), { what: `${script} ready` });
   return { pid: child.pid ?? 0, dir, pids: [...readPids(dir).values()] };
+}
+
+function stateOf(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+  } catch {
+    return undefined;
+  }
 }
 
 /** Calls treeKill with a callback; resolves with what the callback got and how often it was called. */
@@ -54,12 +63,60 @@ describe('procwarden/tree-kill: tree-kill’s call, procwarden’s sequence', ()
   });
 
   it('signals by name, short name or number, as tree-kill passes them to process.kill', async () => {
-    for (const signal of ['SIGHUP', 'USR1', 15]) {
+    for (const signal of ['SIGINT', 'TERM', 15, '', false]) {
       const { pid, pids } = await startTree('parent-exits.sh');
-      const { error } = await callTreeKill(pid, signal);
+      const { error } = await callTreeKill(pid, signal as string);
       expect(error).toBeUndefined();
+      // Signals that ask a process to end (a falsy one is SIGTERM, as for process.kill): extinct.
       for (const p of pids) expect(alive(p)).toBe(false);
     }
+  });
+
+  it('a signal that does not ask to end (SIGUSR2 to reload, SIGHUP, SIGSTOP, SIGCONT) is delivered once, and the tree lives on', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const child = spawn(fixture('record-signals.sh'), [dir, 'stay'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    leaks.track(child.pid);
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c));
+    await waitFor(() => out.includes('ready'), { what: 'record-signals ready' });
+    const pids = [...readPids(dir).values()];
+    const pid = child.pid as number;
+    const t0 = Date.now();
+    for (const signal of ['SIGUSR2', 'SIGHUP'])
+      expect((await callTreeKill(pid, signal)).error).toBeUndefined();
+    // At once, not after a grace; nobody got SIGKILL.
+    expect(Date.now() - t0).toBeLessThan(4000);
+    for (const who of ['parent', 'child']) {
+      await waitFor(
+        () =>
+          exists(join(dir, `${who}.sig`)) && readFileSync(join(dir, `${who}.sig`), 'utf8') === 'USR2\nHUP\n',
+        {
+          what: `${who} got USR2 then HUP`,
+        },
+      );
+    }
+    for (const p of pids) expect(alive(p)).toBe(true);
+    expect((await callTreeKill(pid, 'SIGSTOP')).error).toBeUndefined();
+    await waitFor(() => pids.every((p) => stateOf(p) === 'T'), { what: 'the tree stopped' });
+    expect((await callTreeKill(pid, 'SIGCONT')).error).toBeUndefined();
+    await waitFor(() => pids.every((p) => stateOf(p) !== 'T'), { what: 'the tree running again' });
+    // Signal 0, as process.kill has it: nothing is sent, no error.
+    expect((await callTreeKill(pid, 0)).error).toBeUndefined();
+    expect((await callTreeKill(pid, 'SIGKILL')).error).toBeUndefined();
+    for (const p of pids) expect(alive(p)).toBe(false);
+  });
+
+  it('a callback that is not a function, or a pid no platform has, is thrown at once', () => {
+    expect(() => treeKill(process.ppid, 'SIGTERM', 'nope' as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION' }),
+    );
+    expect(() => treeKill(2 ** 32)).toThrow(expect.objectContaining({ code: 'INVALID_PID' }));
+  });
+
+  it('all went well: the callback is called with no argument, as tree-kill calls it', async () => {
+    const { pid } = await startTree('parent-exits.sh');
+    const args = await new Promise<unknown[]>((resolve) => treeKill(pid, (...a: unknown[]) => resolve(a)));
+    expect(args).toEqual([]);
   });
 
   it('errors where tree-kill errors: a pid that is not a number, to the callback or thrown', async () => {

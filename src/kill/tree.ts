@@ -11,6 +11,7 @@ import {
   type ProcessTable,
   platformTable,
   SnapshotTable,
+  stillAlive,
 } from '../tree/index.js';
 import type { TerminateReport } from '../types.js';
 import { Deliverer, type SendSignal } from './deliver.js';
@@ -42,6 +43,55 @@ export async function terminateTree(
   pid: number,
   options: TerminateTreeOptions = {},
 ): Promise<TerminateReport> {
+  checkTreeArgs(pid, options);
+  const graceMs = options.graceMs === undefined ? 5000 : checkDuration(options.graceMs, 'graceMs');
+  const signal = normalizeSignal(options.signal ?? 'SIGTERM');
+  const table = options.table ?? platformTable();
+  const { guard, root } = await openTree(pid, table);
+  const includeRoot = options.includeRoot !== false;
+  const clock = options.clock ?? realClock;
+  if (isWindowsTable(table)) {
+    const windowsTarget = new WindowsTreeTarget(table, guard, { send: options.send, includeRoot });
+    windowsTarget.adopt(root);
+    return terminate(windowsTarget, { signal, graceMs, clock, table });
+  }
+  return terminateUnix(root, table, guard, { ...options, signal, graceMs, includeRoot, clock });
+}
+
+/**
+ * Delivers `signal` once to the tree of `pid` (the root and its descendants by parent link, each
+ * identity-checked right before), and waits for nothing: for a signal that does not ask a process
+ * to end (SIGUSR2 to reload, SIGSTOP, SIGCONT), where a grace and SIGKILL would be wrong. Where
+ * every signal is a taskkill (Windows), the tree is ended instead, as tree-kill does there.
+ */
+export async function signalTree(
+  pid: number,
+  signal: NodeJS.Signals,
+  options: Pick<TerminateTreeOptions, 'table' | 'send'> = {},
+): Promise<{ signalled: number; refused: number; notes: string[] }> {
+  checkTreeArgs(pid, options);
+  const table = options.table ?? platformTable();
+  const { guard, root } = await openTree(pid, table);
+  if (isWindowsTable(table)) {
+    const report = await terminateTree(pid, { ...options, signal: 'SIGKILL' });
+    return { signalled: report.signalled, refused: report.escaped, notes: report.notes };
+  }
+  const list = await table.list();
+  const fresh = list.find((p) => p.pid === root.pid && p.startTime === root.startTime);
+  const members = [...(fresh ? [fresh] : []), ...descendantsOf(list, [root.pid])].filter(
+    (m) => !isGone(m) && !guard.forbidsPid(m.pid),
+  );
+  const deliverer = new Deliverer(table, guard, options.send);
+  const reached = new Set(await deliverer.toMembers(members, signal));
+  // Not reached and still there: refused (EPERM), not merely gone before its signal.
+  const missed = members.filter((m) => !reached.has(m));
+  const now = await Promise.all(missed.map((m) => table.get(m.pid)));
+  const refused = missed.filter((m, i) => stillAlive(now[i] ?? null, m)).length;
+  return { signalled: reached.size, refused, notes: deliverer.notes };
+}
+
+/** Checks `pid` and reads it: the root of a tree to act on, never PID 1, ourselves or an ancestor. */
+function checkTreeArgs(pid: number, options: TerminateTreeOptions): void {
   if (!isProcessId(pid)) {
     throw new ProcwardenError(
       'INVALID_PID',
@@ -57,9 +107,10 @@ export async function terminateTree(
   if (options.includeRoot !== undefined && typeof options.includeRoot !== 'boolean') {
     throw new ProcwardenError('INVALID_OPTION', 'includeRoot must be true or false.');
   }
-  const graceMs = options.graceMs === undefined ? 5000 : checkDuration(options.graceMs, 'graceMs');
-  const signal = normalizeSignal(options.signal ?? 'SIGTERM');
-  const table = options.table ?? platformTable();
+}
+
+/** Reads `pid`: the root of a tree to act on, never PID 1, ourselves or an ancestor. */
+async function openTree(pid: number, table: ProcessTable): Promise<{ guard: Guard; root: ProcessInfo }> {
   const windows = isWindowsTable(table);
   // One enumeration instead of a PowerShell launch per ancestor; its parent links are already checked.
   const guard = await Guard.load(windows ? new SnapshotTable(await table.list()) : table);
@@ -76,18 +127,29 @@ export async function terminateTree(
       `no live process has pid ${pid}; it may have exited already.`,
     );
   }
-  const includeRoot = options.includeRoot !== false;
-  const clock = options.clock ?? realClock;
-  if (windows) {
-    const windowsTarget = new WindowsTreeTarget(table, guard, { send: options.send, includeRoot });
-    windowsTarget.adopt(root);
-    return terminate(windowsTarget, { signal, graceMs, clock, table });
-  }
+  return { guard, root };
+}
+
+async function terminateUnix(
+  root: ProcessInfo,
+  table: ProcessTable,
+  guard: Guard,
+  options: TerminateTreeOptions & {
+    signal: NodeJS.Signals;
+    graceMs: number;
+    includeRoot: boolean;
+    clock: Clock;
+  },
+): Promise<TerminateReport> {
+  const { signal, graceMs, includeRoot, clock } = options;
   const deliverer = new Deliverer(table, guard, options.send);
   const known = new Map<string, ProcessInfo>([[key(root), root]]);
   // Everything alive at the first scan: what appears later, in a group or session a member leads,
   // was started by a member while it ended.
   let baseline: Set<string> | undefined;
+  // Groups and sessions a member leads that held a process outside the tree at the first scan (a
+  // job-control pipeline `a | b` is one group): what appears in them later may be that process's.
+  let shared: Set<number> | undefined;
 
   const target: KillTarget = {
     notes: deliverer.notes,
@@ -98,11 +160,12 @@ export async function terminateTree(
       const byPid = new Map(list.map((p) => [p.pid, p]));
       const roots: number[] = [];
       for (const k of known.values()) if (byPid.get(k.pid)?.startTime === k.startTime) roots.push(k.pid);
-      for (const late of lateForks(list, baseline, known)) {
+      for (const late of lateForks(list, baseline, known, shared ?? new Set())) {
         known.set(key(late), late);
         roots.push(late.pid);
       }
       for (const d of descendantsOf(list, roots)) known.set(key(d), d);
+      shared ??= sharedLeaders(list, known);
       const out: ProcessInfo[] = [];
       for (const k of known.values()) {
         const now = byPid.get(k.pid);
@@ -128,17 +191,39 @@ export async function terminateTree(
 export const UNVERIFIED_LATE_FORKS =
   'late forks not verifiable: procwarden did not start this tree (no cookie, no cgroup); processes a member started while ending were looked for in the process groups and sessions the members lead, and one that left those too cannot be seen';
 
+/** Pids of members that lead a group or session some non-member is in. */
+function sharedLeaders(list: ProcessInfo[], known: Map<string, ProcessInfo>): Set<number> {
+  const members = new Set([...known.values()].map((k) => k.pid));
+  const out = new Set<number>();
+  for (const p of list) {
+    if (known.has(key(p))) continue;
+    if (members.has(p.pgid)) out.add(p.pgid);
+    if (members.has(p.sid)) out.add(p.sid);
+  }
+  return out;
+}
+
 /**
  * Processes started since the first scan (not in `baseline`) whose process group or session is led
  * by a known member: a re-parented fork keeps the group and session of the member that made it.
- * The kernel does not hand out a pid still in use as a group or session id, so the leader is ours.
+ * The kernel does not hand out a pid still in use as a group or session id, so a group or session
+ * numbered after a member is that member's, as long as the pid is not another process's now: a
+ * member that died, whose group emptied, frees its number, and a stranger that gets it (and leads
+ * its own group and session, as a detached process does) is not ours. Nor are groups and sessions
+ * that held processes outside the tree (`shared`).
  */
 function lateForks(
   list: ProcessInfo[],
   baseline: Set<string>,
   known: Map<string, ProcessInfo>,
+  shared: Set<number>,
 ): ProcessInfo[] {
-  const leaders = new Set([...known.values()].map((k) => k.pid));
+  const byPid = new Map(list.map((p) => [p.pid, p]));
+  const leaders = new Set<number>();
+  for (const k of known.values()) {
+    const now = byPid.get(k.pid);
+    if ((!now || now.startTime === k.startTime) && !shared.has(k.pid)) leaders.add(k.pid);
+  }
   return list.filter(
     (p) =>
       !baseline.has(key(p)) &&

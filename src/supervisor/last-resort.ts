@@ -1,7 +1,7 @@
 import { readFileSync, rmdirSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { CgroupRemains } from '../journal/index.js';
-import { type ProcessInfo, parseStat, stillAlive } from '../tree/index.js';
+import { liveThreadOf, type ProcessInfo, parseStat, stillAlive } from '../tree/index.js';
 import type { ManagedRun } from './managed-run.js';
 
 /**
@@ -82,7 +82,8 @@ function sigkill(target: number): void {
 
 function current(pid: number): ProcessInfo | null {
   try {
-    return parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    const info = parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    return info?.state === 'Z' ? liveThreadOf(info) : info;
   } catch {
     return null;
   }

@@ -43,7 +43,8 @@ export class ProcfsTable implements ProcessTable {
 
   getSync(pid: number): ProcessInfo | null {
     const text = this.readSmall(`${this.root}/${pid}/stat`);
-    return text === null ? null : parseStat(text); // null: vanished between readdir and read
+    const info = text === null ? null : parseStat(text); // null: vanished between readdir and read
+    return info?.state === 'Z' ? liveThreadOf(info, this.root, (path) => this.readSmall(path)) : info;
   }
 
   /**
@@ -409,4 +410,36 @@ export function ticksNow(): string | null {
 export function bornBefore(info: ProcessInfo, ticks: string | null): boolean {
   if (ticks === null || !/^\d+$/.test(info.startTime)) return false;
   return Number(info.startTime) < Number(ticks);
+}
+
+/**
+ * A process whose main thread exited while other threads run shows its leader's state, Z, but
+ * lives on: a signal to its pid still reaches it, and it must not count as gone. It takes the
+ * state of a thread still running. A zombie's task directory lists only itself: one readdir.
+ */
+export function liveThreadOf(
+  info: ProcessInfo,
+  root = '/proc',
+  read: (path: string) => string | null = readOrNull,
+): ProcessInfo {
+  let tids: string[];
+  try {
+    tids = readdirSync(`${root}/${info.pid}/task`);
+  } catch {
+    return info;
+  }
+  for (const tid of tids) {
+    if (tid === String(info.pid)) continue;
+    const state = parseStat(read(`${root}/${info.pid}/task/${tid}/stat`) ?? '')?.state;
+    if (state !== undefined && state !== 'Z' && state !== 'X') return { ...info, state };
+  }
+  return info;
+}
+
+function readOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
 }
