@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Supervisor } from '../src/index.js';
 import { BoundedCapture } from '../src/output/index.js';
-import { fixture, LeakGuard, makeTmp } from './helpers/procs.js';
+import { alive, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const sup = new Supervisor();
 const leaks = new LeakGuard();
@@ -128,5 +128,53 @@ describe('streaming output', () => {
     }).result;
     expect(seen.join('')).toContain('cleanup done');
     expect(r.stdout.text).toContain('cleanup done');
+  });
+});
+
+describe('the drain after the end (invariant 5)', () => {
+  it('an escaped process that keeps writing into the pipes does not hold the result; a note says why', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    // process-group mode: `env -i` + `setsid` leaves the group, the cookie and every session a
+    // member founded, and keeps the run's stdout. It writes every 50 ms for ever.
+    const h = sup.spawn({
+      containment: 'process-group',
+      timeoutMs: 1000,
+      graceMs: 300,
+      drainMs: 300,
+      argv: [fixture('escape-and-write.sh'), dir],
+    });
+    const escapee = await waitFor(() => readPids(dir).get('escapee'), { what: 'the escapee' });
+    leaks.track(escapee);
+    const started = Date.now();
+    const result = await h.result;
+    // Loose: it used to wait as long as the escapee wrote (for ever).
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(result.stdout.text).toContain('started');
+    expect(result.notes.join('\n')).toContain(
+      "still being written to when the drain window closed, by a process outside the run's tree",
+    );
+    process.kill(escapee, 'SIGKILL');
+    await waitFor(() => !alive(escapee), { what: 'the escapee gone' });
+  });
+});
+
+describe('a consumer that never catches up after a natural end', () => {
+  it('is waited for until the run’s timeout, not for ever; the rest is dropped with a note', async () => {
+    const h = sup.spawn({
+      argv: ['sh', '-c', 'echo one; echo two'],
+      timeoutMs: 1000,
+      drainMs: 200,
+      output: { onData: () => new Promise<void>(() => {}) },
+    });
+    const result = await Promise.race([
+      h.result,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error('result pending after 10 s')), 10_000),
+      ),
+    ]);
+    // The command ended by itself: that is the reason; only the wait for the consumer was cut.
+    expect(result.reason).toBe('exit');
+    expect(result.exitCode).toBe(0);
+    expect(result.notes.join('\n')).toContain('a consumer was still behind when the run’s timeout came');
   });
 });

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -254,5 +255,36 @@ describe('scopes', () => {
     await old2.result;
     expect(aborted.pid).toBeUndefined();
     expect(journalFiles(stateDir)).toEqual([]);
+  });
+});
+
+describe('what exited runs keep', () => {
+  it('not their stdin data, capture buffers or callbacks, and their output only up to a budget', () => {
+    const library = join(import.meta.dirname, '..', 'dist', 'index.js');
+    // 40 runs, each given 4 MB of stdin and writing 2 MB (the 1 MiB capture of each stream full):
+    // before, the registry kept all of it, about 10 MB a run.
+    const script = `
+      const { Supervisor } = await import(${JSON.stringify(library)});
+      const sup = new Supervisor({ journal: false });
+      const held = () => { globalThis.gc(); const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers + m.external; };
+      const before = held();
+      for (let i = 0; i < 40; i++) {
+        await sup.spawn({
+          argv: ['sh', '-c', 'head -c 1100000 /dev/zero | tr "\\\\0" a; head -c 1100000 /dev/zero | tr "\\\\0" b >&2'],
+          stdin: new Uint8Array(4_000_000),
+          output: { onData: () => {} },
+        }).result;
+      }
+      console.log(JSON.stringify({ grew: held() - before, kept: sup.list().length }));`;
+    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    const { grew, kept } = JSON.parse(r.stdout);
+    expect(kept).toBeGreaterThan(0);
+    // Each kept result holds 2 MiB of text; the budget (64 Mi characters) keeps about 30 of them:
+    // about 130 MB here, against 600 MB before.
+    expect(grew, r.stderr).toBeLessThan(250 * 1024 * 1024);
+    expect(kept).toBeLessThan(40);
   });
 });

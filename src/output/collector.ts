@@ -85,6 +85,12 @@ export class OutputCollector {
     this.file?.abandon();
   }
 
+  /** The result is built: what the captures and decoders hold goes (a registry keeps exited runs). */
+  dispose(): void {
+    this.captures.clear();
+    this.decoders.clear();
+  }
+
   result(stream: StreamName): StreamCapture {
     return this.captures.get(stream)?.result() ?? { text: '', bytes: 0, truncated: false };
   }

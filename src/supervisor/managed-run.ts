@@ -20,6 +20,13 @@ import type {
   UsedContainment,
 } from '../types.js';
 
+/**
+ * The most the pipes of a tree that is gone can still hold (two pipes of Linux's largest size,
+ * /proc/sys/fs/pipe-max-size, 1 MiB by default): more, written after the end, comes from a
+ * process that is still alive.
+ */
+const DRAIN_MAX_BYTES = 2 * 1024 * 1024;
+
 export interface RunDeps {
   clock: Clock;
   table: ProcessTable;
@@ -63,6 +70,8 @@ export class ManagedRun implements RunHandle {
   private leftovers = 0;
   private readonly notes: string[] = [];
   private readonly t0: number;
+  /** When timeoutMs runs out (clock time): it bounds a slow consumer's wait after a natural end too. */
+  private overallDeadline = Number.POSITIVE_INFINITY;
   private overallTimer: TimerHandle | undefined;
   private silenceTimer: TimerHandle | undefined;
   private lastOutputTick: number;
@@ -70,11 +79,17 @@ export class ManagedRun implements RunHandle {
   /** Set while the drain waits for a slow consumer after a natural end: cancel/kill stop that wait. */
   private stopWaiting: (() => void) | undefined;
 
+  /** The spec; once the run settled, without what only a live run needs (see release()). */
+  get spec(): NormalSpec {
+    return this.current;
+  }
+
   constructor(
     readonly id: string,
-    readonly spec: NormalSpec,
+    private current: NormalSpec,
     private readonly deps: RunDeps,
   ) {
+    const spec = current;
     this.result = new Promise((resolve) => {
       this.resolveResult = resolve;
     });
@@ -181,6 +196,7 @@ export class ManagedRun implements RunHandle {
     });
     const { clock } = this.deps;
     if (this.spec.timeoutMs > 0) {
+      this.overallDeadline = clock.now() + this.spec.timeoutMs;
       this.overallTimer = clock.setTimeout(() => this.stop('overall-timeout'), this.spec.timeoutMs);
     }
     if (this.spec.noOutputTimeoutMs > 0) this.armSilence(this.spec.noOutputTimeoutMs);
@@ -331,6 +347,7 @@ export class ManagedRun implements RunHandle {
    * such as a pager must get all of it); a run procwarden stopped, or a later cancel(), drops it.
    */
   private async drainOutput(launched: Launched): Promise<void> {
+    const { clock } = this.deps;
     let ended = false;
     const end = launched.outputDone.then(() => {
       ended = true;
@@ -338,9 +355,17 @@ export class ManagedRun implements RunHandle {
     const givenUp = new Promise<void>((resolve) => {
       this.stopWaiting = resolve;
     });
+    const from = this.output.received;
+    let deadline = clock.now() + this.spec.drainMs;
     for (;;) {
       const before = this.output.received;
-      await within(this.deps.clock, Promise.race([end, givenUp]), this.spec.drainMs);
+      // Whether the window closed, asked of the timer itself: a clock read can fall a fraction of
+      // a millisecond short of a deadline the timer has reached.
+      let woke = false;
+      const wake = Promise.race([end, givenUp]).then(() => {
+        woke = true;
+      });
+      await within(clock, wake, Math.max(0, deadline - clock.now()));
       // Nothing read and nobody behind: the pipes are merely held open; let them go.
       if (!ended && !this.output.behind && this.output.received === before) return;
       if (!this.waitsForConsumer()) {
@@ -350,8 +375,31 @@ export class ManagedRun implements RunHandle {
           );
         return;
       }
-      await Promise.race([this.output.caughtUp(), givenUp]);
+      // Still being written after the end, past what the pipes can hold, or read as fast as it
+      // comes until the window closed: a process procwarden does not see as the run's (one that
+      // escaped the tree) is writing. Its output is not the run's to wait for.
+      const written = this.output.received - from;
+      if (!ended && (written > DRAIN_MAX_BYTES || (!this.output.behind && !woke))) {
+        this.notes.push(
+          "output: the pipes were still being written to when the drain window closed, by a process outside the run's tree (it escaped it, or was given the pipes); the rest was not read",
+        );
+        return;
+      }
+      // Ended, and nobody behind: all of it was read.
+      if (!this.output.behind) return;
+      const waited = Promise.race([this.output.caughtUp(), givenUp]);
+      const left = this.overallDeadline - clock.now();
+      if (Number.isFinite(left)) await within(clock, waited, Math.max(0, left));
+      else await waited;
+      if (this.output.behind && clock.now() >= this.overallDeadline) {
+        this.notes.push(
+          'output: a consumer was still behind when the run’s timeout came (the command had ended); what the pipes still held was dropped',
+        );
+        return;
+      }
       if (ended) return;
+      // The consumer caught up with what the pipes held: the window starts again for the rest.
+      deadline = clock.now() + this.spec.drainMs;
     }
   }
 
@@ -430,8 +478,26 @@ export class ManagedRun implements RunHandle {
   }
 
   private deliver(result: RunResult): void {
+    this.release();
     this.resolveResult(result);
     this.deps.onSettled?.(this, result);
+  }
+
+  /**
+   * A settled run is kept by its supervisor's registry for get/list/read (up to maxExited): it
+   * keeps its result, not its input (stdin data of any size), its environment, its callbacks (and
+   * whatever they hold) or the buffers the result was built from.
+   */
+  private release(): void {
+    this.output.dispose();
+    this.current = {
+      ...this.current,
+      stdin: { kind: 'ignore' },
+      env: {},
+      onData: undefined,
+      onBytes: undefined,
+      signal: undefined,
+    };
   }
 
   private clearTimers(): void {

@@ -12,6 +12,15 @@ export interface RegistryEntry {
 }
 
 export const DEFAULT_MAX_EXITED = 2000;
+/**
+ * What the exited runs may keep in all, in characters of captured output and log: 2000 runs of a
+ * command that filled the default capture (1 MiB a stream) and log would otherwise hold gigabytes.
+ * Past it the oldest exited are forgotten first, as past maxExited; the newest is always kept.
+ */
+export const MAX_RETAINED_CHARS = 64 * 1024 * 1024;
+
+const retainedBy = (e: RegistryEntry) =>
+  (e.result?.stdout.text.length ?? 0) + (e.result?.stderr.text.length ?? 0) + e.log.chars;
 
 /**
  * Every run a supervisor knows: live ones until they settle, then exited ones up to a cap (the
@@ -20,6 +29,7 @@ export const DEFAULT_MAX_EXITED = 2000;
 export class RunRegistry {
   private readonly live = new Map<string, RegistryEntry>();
   private readonly exited = new Map<string, RegistryEntry>();
+  private retained = 0;
 
   constructor(private readonly maxExited: number) {}
 
@@ -34,10 +44,17 @@ export class RunRegistry {
     this.live.delete(id);
     entry.result = result;
     entry.endedAt = Date.now();
-    if (this.maxExited > 0) this.exited.set(id, entry);
-    while (this.exited.size > this.maxExited) {
-      const oldest = this.exited.keys().next().value as string;
+    if (this.maxExited > 0) {
+      this.exited.set(id, entry);
+      this.retained += retainedBy(entry);
+    }
+    while (
+      this.exited.size > this.maxExited ||
+      (this.retained > MAX_RETAINED_CHARS && this.exited.size > 1)
+    ) {
+      const [oldest, gone] = this.exited.entries().next().value as [string, RegistryEntry];
       this.exited.delete(oldest);
+      this.retained -= retainedBy(gone);
     }
     return true;
   }

@@ -43,6 +43,11 @@ export class RunLog {
     }
   }
 
+  /** Characters kept now. */
+  get chars(): number {
+    return this.size;
+  }
+
   /** Everything after `since` that is still kept (a negative or missing cursor means from the start). */
   read(since = 0): LogSlice {
     const end = this.start + this.size;
