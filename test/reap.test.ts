@@ -11,7 +11,6 @@ import {
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ReapReport, reap, Supervisor } from '../src/index.js';
-import { ticksNow } from '../src/tree/index.js';
 import { sweepCgroups } from './helpers/cgroups.js';
 import { journalFiles, startHost } from './helpers/host.js';
 import { alive, fixture, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
@@ -365,9 +364,14 @@ describe('reap of a run that was ending when its supervisor died (a stop record)
   it('what was signalled before is not signalled again, and SIGKILL comes at the recorded deadline', async () => {
     const runId = 'pwtestdead-stop-1';
     const { dir, stateDir, pid } = await recordingTree(runId);
-    // Stopped 4 s ago with a 5 s grace: 1 s is left, not 5. Both members were born before it.
-    const ticks = String(Number(ticksNow()) + 1);
-    writeRecords(stateDir, runId, pid, { signal: 'SIGUSR1', atMs: Date.now() - 4000, graceMs: 5000, ticks });
+    // Stopped 4 s ago with a 5 s grace: 1 s is left, not 5. Both members got the signal then.
+    const signalled = [...readPids(dir).values()].map((p) => `${p}@${startTime(p)}`);
+    writeRecords(stateDir, runId, pid, {
+      signal: 'SIGUSR1',
+      atMs: Date.now() - 4000,
+      graceMs: 5000,
+      signalled,
+    });
     const t0 = Date.now();
     const report = await reap({ stateDir });
     const took = Date.now() - t0;
@@ -381,18 +385,34 @@ describe('reap of a run that was ending when its supervisor died (a stop record)
     expect(journalFiles(stateDir)).toEqual([]);
   });
 
-  it("members born after the first signal get the recorded signal, not the record's own", async () => {
+  it("members the first signal did not reach get the recorded signal, not the record's own", async () => {
     const runId = 'pwtestdead-stop-2';
     const { dir, stateDir, pid } = await recordingTree(runId);
     writeRecords(stateDir, runId, pid, {
       signal: 'SIGUSR1',
       atMs: Date.now() - 4500,
       graceMs: 5000,
-      ticks: '0',
+      signalled: [],
     });
     const report = await reap({ stateDir });
     expect(report.runs.map((r) => r.action)).toEqual(['reaped']);
     for (const who of ['parent', 'child'])
       expect(readFileSync(join(dir, `${who}.sig`), 'utf8'), who).toBe('USR1\n');
+  });
+
+  it('a record dated in the future (a clock stepped back since) does not put SIGKILL off', async () => {
+    const runId = 'pwtestdead-stop-3';
+    const { stateDir, pid } = await recordingTree(runId);
+    writeRecords(stateDir, runId, pid, {
+      signal: 'SIGUSR1',
+      atMs: Date.now() + 3_600_000,
+      graceMs: 1000,
+      signalled: [],
+    });
+    const t0 = Date.now();
+    const report = await reap({ stateDir });
+    expect(report.runs.map((r) => r.action)).toEqual(['reaped']);
+    // At most the whole grace (1 s), not an hour and a second.
+    expect(Date.now() - t0).toBeLessThan(5000);
   });
 });

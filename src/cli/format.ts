@@ -35,6 +35,10 @@ export const processes = (n: number) => `${n} process${n === 1 ? '' : 'es'}`;
 export const sigkillSent = (report: TerminateReport) =>
   report.members.filter((m) => m.signals.some((s) => s.signal === 'SIGKILL')).length;
 
+/** A member escaped that our SIGKILL never reached: it refused it (EPERM), it did not outlive it. */
+export const sigkillRefused = (report: TerminateReport) =>
+  report.members.some((m) => m.outcome === 'escaped' && !m.signals.some((s) => s.signal === 'SIGKILL'));
+
 function trim(value: number): string {
   return String(Math.round(value * 100) / 100);
 }

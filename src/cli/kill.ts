@@ -5,7 +5,7 @@ import type { MemberReport, TerminateReport } from '../types.js';
 import { parseOptions, parsePid, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
-import { formatMs, printable, processes, sigkillSent } from './format.js';
+import { formatMs, printable, processes, sigkillRefused, sigkillSent } from './format.js';
 import { KILL_HELP } from './help.js';
 import { platformDetails } from './proc-details.js';
 import { writeNow } from './write-now.js';
@@ -70,8 +70,8 @@ function refusal(pid: number): Outcome | null {
 /** Whatever got SIGKILL is said so: "no SIGKILL needed" only when none was sent. */
 function sigkillText(report: TerminateReport): string {
   const sent = sigkillSent(report);
-  // Escalated, yet none reached: the survivors are not ours to signal (EPERM).
-  if (sent === 0) return report.escalated ? 'SIGKILL could not be sent' : 'no SIGKILL needed';
+  // None reached a survivor that was due one: it was not ours to signal (EPERM).
+  if (sent === 0) return sigkillRefused(report) ? 'SIGKILL could not be sent' : 'no SIGKILL needed';
   if (sent === report.killed) return `${report.killed} needed SIGKILL`;
   return `SIGKILL sent to ${sent}, ${report.killed} died of it`;
 }

@@ -1,6 +1,6 @@
 import type { RunResult } from '../types.js';
 import type { Paint } from './colour.js';
-import { formatMs, processes, sigkillSent } from './format.js';
+import { formatMs, processes, sigkillRefused, sigkillSent } from './format.js';
 
 export interface StopContext {
   timeoutMs: number;
@@ -45,7 +45,7 @@ export function stopLine(result: RunResult, ctx: StopContext, paint: Paint): str
     // "no SIGKILL needed" only when none was sent: a member that survived it was sent it too.
     const sent = sigkillSent(report);
     const grace = formatMs(report.graceUsedMs ?? ctx.graceMs);
-    if (sent === 0) parts.push(report.escalated ? 'SIGKILL could not be sent' : 'no SIGKILL needed');
+    if (sent === 0) parts.push(sigkillRefused(report) ? 'SIGKILL could not be sent' : 'no SIGKILL needed');
     else if (sent === report.killed) parts.push(`${report.killed} needed SIGKILL after ${grace}`);
     else parts.push(`SIGKILL after ${grace} to ${sent}, ${report.killed} died of it`);
     parts.push(

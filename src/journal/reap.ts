@@ -4,7 +4,6 @@ import { describeThrown, ProcwardenError } from '../errors.js';
 import { Deliverer, Guard, type SendSignal, terminate } from '../kill/index.js';
 import { checkDuration, DEFAULT_GRACE_MS, normalizeSignal } from '../options/index.js';
 import {
-  bornBefore,
   CoalescingTable,
   isGone,
   type ProcessInfo,
@@ -212,11 +211,14 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   } catch {
     notes.push(`recorded signal ${stop?.signal ?? record.killSignal} is unknown here; SIGTERM used`);
   }
+  // What is left of the grace, never more than all of it: a clock stepped back since (or a record
+  // dated in the future) must not put SIGKILL off.
   const grace = stop
     ? stop.graceMs >= Number.MAX_SAFE_INTEGER
       ? crashGrace(stop.graceMs)
-      : Math.max(0, stop.atMs + stop.graceMs - Date.now())
+      : Math.min(stop.graceMs, Math.max(0, stop.atMs + stop.graceMs - Date.now()))
     : crashGrace(record.graceMs);
+  const signalled = new Set(stop?.signalled);
   if (stop)
     notes.push(`the run was ending when its supervisor died (${stop.signal}); its sequence was taken over`);
   const report = await terminate(target, {
@@ -224,7 +226,9 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
     graceMs: ctx.graceMs ?? grace,
     clock: ctx.clock,
     table: ctx.table,
-    ...(stop?.ticks ? { signalledBefore: (m: ProcessInfo) => bornBefore(m, stop.ticks) } : {}),
+    ...(signalled.size > 0
+      ? { signalledBefore: (m: ProcessInfo) => signalled.has(`${m.pid}@${m.startTime}`) }
+      : {}),
   });
   const result: ReapedRun = {
     ...out,

@@ -34,12 +34,13 @@ export interface StoppingRecord {
   atMs: number;
   graceMs: number;
   /**
-   * The start time (/proc/PID/stat field 22, clock ticks since boot) of a process born at the
-   * moment the tree was read for that signal: members born before it got the signal. Null where
-   * start times are not ticks.
+   * The members that signal reached, as `pid@start time` (at most MAX_SIGNALLED: the rest, if
+   * any, get it again): a watchdog taking over does not signal them a second time.
    */
-  ticks: string | null;
+  signalled: string[];
 }
+
+export const MAX_SIGNALLED = 1000;
 
 const RUN_ID = /^[A-Za-z0-9_.-]{1,200}$/;
 
@@ -103,6 +104,8 @@ function isStopping(v: unknown): v is StoppingRecord {
     Number.isFinite(s.atMs) &&
     typeof s.graceMs === 'number' &&
     s.graceMs >= 0 &&
-    (s.ticks === null || (typeof s.ticks === 'string' && /^\d{1,20}$/.test(s.ticks)))
+    Array.isArray(s.signalled) &&
+    s.signalled.length <= MAX_SIGNALLED &&
+    s.signalled.every((k) => typeof k === 'string' && /^\d{1,10}@[^\s@]{1,64}$/.test(k))
   );
 }

@@ -81,9 +81,9 @@ export class Deliverer {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ESRCH') return 'gone';
-      this.notes.push(
-        `${signal} to ${target < 0 ? `group ${-target}` : `pid ${target}`} failed: ${code ?? error}`,
-      );
+      // A SIGKILL retried for its whole bound fails the same way each time: said once.
+      const note = `${signal} to ${target < 0 ? `group ${-target}` : `pid ${target}`} failed: ${code ?? error}`;
+      if (!this.notes.includes(note)) this.notes.push(note);
       return 'denied';
     }
   }

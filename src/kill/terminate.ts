@@ -35,8 +35,8 @@ export interface TerminatePlan {
    * true got the graceful signal from it, and get only the rest of the grace, not a second signal.
    */
   signalledBefore?: (member: ProcessInfo) => boolean;
-  /** Called once the first signal has gone out to the members found (not when there were none). */
-  onSignalled?: () => void;
+  /** Called once the first signal has gone out, with the members it reached (not when there were none). */
+  onSignalled?: (reached: readonly ProcessInfo[]) => void;
 }
 
 const MAX_POLL_MS = 25;
@@ -97,8 +97,8 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     }
     return reached;
   };
-  const graceful = async (members: ProcessInfo[]) => {
-    await send(plan.signal, members);
+  const graceful = async (members: ProcessInfo[]): Promise<ProcessInfo[]> => {
+    const reached = await send(plan.signal, members);
     // A stopped member cannot act on SIGTERM until it is continued.
     if (
       plan.signal !== 'SIGKILL' &&
@@ -107,6 +107,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     ) {
       await target.signal('SIGCONT', members);
     }
+    return reached;
   };
 
   let members = await target.members();
@@ -115,7 +116,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
   let graceFrom = t0;
   if (members.length > 0) {
     const before = plan.signal === 'SIGKILL' ? undefined : plan.signalledBefore;
-    await graceful(before ? members.filter((m) => !before(m)) : members);
+    const reached = await graceful(before ? members.filter((m) => !before(m)) : members);
     // Signalled by the host that started the sequence: waited for in the grace like the rest.
     if (before)
       for (const m of members.filter(before)) {
@@ -128,7 +129,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
             info: m,
           });
       }
-    plan.onSignalled?.();
+    plan.onSignalled?.(reached);
     graceFrom = clock.now();
     if (plan.signal !== 'SIGKILL') {
       members = await waitForGrace(target, plan, reports, graceful, graceFrom, refused);
@@ -193,7 +194,7 @@ async function waitForGrace(
   target: KillTarget,
   plan: TerminatePlan,
   reports: Map<string, { info: ProcessInfo }>,
-  graceful: (m: ProcessInfo[]) => Promise<void>,
+  graceful: (m: ProcessInfo[]) => Promise<unknown>,
   t0: number,
   refused: ReadonlySet<string>,
 ): Promise<ProcessInfo[]> {

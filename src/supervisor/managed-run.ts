@@ -1,13 +1,13 @@
 import { type Clock, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
-import type { StoppingRecord } from '../journal/index.js';
+import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type SendSignal, terminate } from '../kill/index.js';
 import { util } from '../lazy-builtins.js';
 import { checkPtyCells, type NormalSpec, normalizeSignal } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
-import { type ProcessInfo, type ProcessTable, ticksNow } from '../tree/index.js';
+import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 import type {
   CancelOptions,
   RunHandle,
@@ -26,6 +26,9 @@ import type {
  * process that is still alive.
  */
 const DRAIN_MAX_BYTES = 2 * 1024 * 1024;
+
+/** How long a tree must outlive its first signal before its stop record is written (see RunJournal.stopping). */
+const STOP_RECORD_DELAY_MS = 50;
 
 export interface RunDeps {
   clock: Clock;
@@ -70,6 +73,7 @@ export class ManagedRun implements RunHandle {
   private leftovers = 0;
   private readonly notes: string[] = [];
   private readonly t0: number;
+  private stopRecordTimer: TimerHandle | undefined;
   /** When timeoutMs runs out (clock time): it bounds a slow consumer's wait after a natural end too. */
   private overallDeadline = Number.POSITIVE_INFINITY;
   private overallTimer: TimerHandle | undefined;
@@ -262,19 +266,27 @@ export class ManagedRun implements RunHandle {
     this.clearTimers();
     this.status = 'stopping';
     const { clock, table, onStopping } = this.deps;
-    this.termination = this.attached.then(() => {
-      // Read before the tree is: whatever was born before it is found, and signalled.
-      const ticks = onStopping ? ticksNow() : null;
-      return terminate(this.hold, {
+    this.termination = this.attached.then(() =>
+      terminate(this.hold, {
         signal,
         graceMs: this.spec.graceMs,
         clock,
         table,
         escalateNow: () => this.escalate,
-        onSignalled: () =>
-          onStopping?.(this, { signal, atMs: Date.now(), graceMs: this.spec.graceMs, ticks }),
-      });
-    });
+        onSignalled: (reached) => {
+          if (!onStopping) return;
+          // Only a tree still alive a moment later is worth a file: most are gone within a few
+          // milliseconds of the signal, and a crash before then starts the sequence over.
+          const stopping: StoppingRecord = {
+            signal,
+            atMs: Date.now(),
+            graceMs: this.spec.graceMs,
+            signalled: reached.slice(0, MAX_SIGNALLED).map((m) => `${m.pid}@${m.startTime}`),
+          };
+          this.stopRecordTimer = clock.setTimeout(() => onStopping(this, stopping), STOP_RECORD_DELAY_MS);
+        },
+      }),
+    );
     this.termination.then(
       () => this.settle(),
       () => this.settle(),
@@ -503,8 +515,10 @@ export class ManagedRun implements RunHandle {
   private clearTimers(): void {
     if (this.overallTimer !== undefined) this.deps.clock.clearTimeout(this.overallTimer);
     if (this.silenceTimer !== undefined) this.deps.clock.clearTimeout(this.silenceTimer);
+    if (this.stopRecordTimer !== undefined) this.deps.clock.clearTimeout(this.stopRecordTimer);
     this.overallTimer = undefined;
     this.silenceTimer = undefined;
+    this.stopRecordTimer = undefined;
   }
 }
 

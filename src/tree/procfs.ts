@@ -393,26 +393,6 @@ export function parseStat(text: string): ProcessInfo | null {
 }
 
 /**
- * The start time a process born now would have in /proc/PID/stat (field 22: clock ticks since
- * boot, USER_HZ = 100 on Linux), from /proc/uptime (seconds, two decimals); null without it. Boot
- * time is the kernel's, not a namespace's: a /proc that is not ours still tells it right.
- */
-export function ticksNow(): string | null {
-  try {
-    const seconds = Number(readFileSync('/proc/uptime', 'latin1').split(' ')[0]);
-    return Number.isFinite(seconds) ? String(Math.floor(seconds * 100)) : null;
-  } catch {
-    return null;
-  }
-}
-
-/** `info` was born before `ticks` (both ticks since boot); false when either is not a tick count. */
-export function bornBefore(info: ProcessInfo, ticks: string | null): boolean {
-  if (ticks === null || !/^\d+$/.test(info.startTime)) return false;
-  return Number(info.startTime) < Number(ticks);
-}
-
-/**
  * A process whose main thread exited while other threads run shows its leader's state, Z, but
  * lives on: a signal to its pid still reaches it, and it must not count as gone. It takes the
  * state of a thread still running. A zombie's task directory lists only itself: one readdir.
