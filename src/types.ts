@@ -63,6 +63,11 @@ export interface RunSpec {
   /** Put PROCWARDEN_RUN=<run id> into the run's environment (default true): how escaped members are found. */
   cookie?: boolean;
   stdin?: 'ignore' | 'pipe' | 'inherit' | string | Uint8Array;
+  /**
+   * Descriptors of this process (3 and above) the command gets under the same numbers, as a shell
+   * passes what it has open: a make jobserver's pipe, a lock held with `flock 9`. Not with mode 'pty'.
+   */
+  inheritFds?: readonly number[];
   timeoutMs?: number;
   noOutputTimeoutMs?: number;
   graceMs?: number;

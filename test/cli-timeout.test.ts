@@ -502,6 +502,17 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
     });
   }
 
+  it('a passed-on signal the command dies of is no timeout when the timer runs out while its leftovers end', async () => {
+    // The command dies of the INT at once; its background sleep ignores INT (a script's background
+    // jobs do) and gets the 5 s grace, during which the 1 s timer runs out. timeout(1) says 130.
+    const cli = startCli(['timeout', '1', 'sh', '-c', 'sleep 30 & echo ready; wait']);
+    leaks.track(cli.child.pid);
+    await waitFor(() => cli.stdout().includes('ready'), { what: 'ready' });
+    cli.child.kill('SIGINT');
+    const r = await cli.done;
+    expect(r.status).toBe(130);
+  });
+
   it('SIGALRM is the timer firing: the -s signal to the tree, exit 124', async () => {
     const dir = leaks.trackDir(makeTmp());
     const cli = await startReady(['-s', 'USR2', '60', fixture('record-signals.sh'), dir], undefined);
@@ -735,4 +746,30 @@ describe('procwarden under the V8 profiler', () => {
     expect({ status: r.status, signal: r.signal }).toEqual({ status: 3, signal: null });
     expect(readdirSync(dir).some((f) => f.endsWith('.cpuprofile'))).toBe(true);
   });
+});
+
+describe('procwarden timeout and run: a make jobserver', () => {
+  for (const command of [
+    ['timeout', '10'],
+    ['run', '--'],
+  ]) {
+    it(`${command[0]}: the descriptors MAKEFLAGS names are passed on, as timeout(1) passes them`, async () => {
+      const withAuth = async (makeflags: string | undefined) => {
+        // Our fd 3 is a pipe to this test, as a jobserver's is to make.
+        const child = spawn(process.execPath, [CLI, ...command, 'bash', '-c', 'echo token >&3'], {
+          stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+          env: { ...process.env, MAKEFLAGS: makeflags },
+        });
+        leaks.track(child.pid);
+        let got = '';
+        child.stdio[3]?.on('data', (c: Buffer) => (got += c));
+        const status = await new Promise((resolve) => child.once('close', resolve));
+        return { status, got };
+      };
+      expect(await withAuth(' -j4 --jobserver-auth=3,3')).toEqual({ status: 0, got: 'token\n' });
+      expect(await withAuth('-j4 --jobserver-fds=3,3')).toEqual({ status: 0, got: 'token\n' });
+      // Nothing named: nothing passed (Node cannot tell what else its parent passed).
+      expect((await withAuth(undefined)).status).not.toBe(0);
+    });
+  }
 });

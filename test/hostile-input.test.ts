@@ -3,7 +3,7 @@
 // note or a ProcwardenError with its code; none crashes the host, hangs a result or half-installs
 // anything.
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -377,5 +377,35 @@ describe('LiveSessionPool options', () => {
         expect.objectContaining({ code: 'INVALID_OPTION' }),
       );
     }
+  });
+});
+
+describe('inheritFds', () => {
+  it('passes descriptors of ours to the command under the same numbers', async () => {
+    const dir = makeTmp();
+    const file = join(dir, 'out');
+    const fd = openSync(file, 'w');
+    try {
+      const result = await sup.spawn({ argv: ['bash', '-c', 'echo hi >&$0', String(fd)], inheritFds: [fd] })
+        .result;
+      expect(result.exitCode).toBe(0);
+      expect(readFileSync(file, 'utf8')).toBe('hi\n');
+      // Not listed, not passed.
+      const without = await sup.spawn({ argv: ['bash', '-c', 'echo hi >&$0', String(fd)] }).result;
+      expect(without.exitCode).not.toBe(0);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it('refuses stdio numbers, fractions, non-arrays, and a terminal', () => {
+    for (const inheritFds of [[2], [3.5], [5000], 'x', [undefined]]) {
+      expect(() => sup.spawn({ argv: ['true'], inheritFds: inheritFds as never })).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION' }),
+      );
+    }
+    expect(() => sup.spawn({ argv: ['true'], mode: 'pty', inheritFds: [3] })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION' }),
+    );
   });
 });

@@ -8,6 +8,7 @@ import { painter, useColour } from './colour.js';
 import { EXIT_FAILED } from './exit-codes.js';
 import { runStatus } from './exit-status.js';
 import { RUN_HELP } from './help.js';
+import { inheritedFds } from './inherited-fds.js';
 import { connectPty } from './pty-terminal.js';
 import { onStopSignals, TERMINAL_SIGNALS } from './signals.js';
 import { stopLine } from './stop-line.js';
@@ -120,6 +121,8 @@ export async function runCommand(args: string[]): Promise<number> {
     cwd: values.cwd,
     env: parseEnv(values.env),
     stdin: terminal ? 'pipe' : 'inherit',
+    // What our parent passed us beyond stdio, as a shell would pass it on (not to a terminal).
+    ...(terminal ? {} : { inheritFds: inheritedFds() }),
     pty: terminal?.pty,
     timeoutMs,
     noOutputTimeoutMs: idleTimeoutMs,

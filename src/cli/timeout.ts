@@ -9,6 +9,7 @@ import { dieOfAtExit } from './die-of.js';
 import { EXIT_FAILED, EXIT_NOT_FOUND } from './exit-codes.js';
 import { timeoutStatus } from './exit-status.js';
 import { TIMEOUT_HELP, timeoutVersion } from './help.js';
+import { inheritedFds } from './inherited-fds.js';
 import { onStopSignals } from './signals.js';
 import { timeoutDurationMs } from './timeout-duration.js';
 import { packageVersion } from './version.js';
@@ -126,6 +127,8 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   // the command only), then SIGKILL after -k; any later signal means SIGKILL now.
   let stopping = false;
   let timedOut = false;
+  /** The command itself exited after we signalled it: what is left are its leftovers. */
+  let commandGone = false;
   let received: NodeJS.Signals | null = null;
   const begin = (sig: TimeoutSignal, why: string) => {
     stopping = true;
@@ -135,10 +138,18 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
       else handle.cancel(why, { signal: sig });
     }
     if (killAfterMs > 0) later(killAfterMs, killNow);
-    else if (!foreground && sig !== 0) void killRestOnceCommandExits(handle, timers);
+    if (!foreground && sig !== 0) {
+      void watchCommandExit(handle, timers, () => {
+        commandGone = true;
+        // Without -k, a leftover that ignores the signal must not keep us waiting for ever.
+        if (killAfterMs <= 0) timers.push(realClock.setTimeout(() => handle.kill(), DEFAULT_GRACE_MS));
+      });
+    }
   };
   const fire = () => {
-    if (stopping) timedOut = true;
+    // The timer runs out while the tree ends: a timeout only while the command itself lives (it
+    // died of the signal we passed on at 0.5 s: its leftovers' grace is no timeout of it).
+    if (stopping) timedOut ||= !commandGone;
     else if (untouched()) {
       timedOut = true;
       begin(timeoutSignal, `timed out after ${durationText}`);
@@ -161,6 +172,8 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     handle = supervisor.spawn({
       argv,
       stdin: 'inherit',
+      // Descriptors beyond stdio our parent passed us (a make jobserver's pipe), as timeout(1) passes them.
+      inheritFds: inheritedFds(),
       // The command gets our own stdout and stderr, TTY included, exactly as under timeout(1).
       output: { inherit: true },
       // --foreground keeps timeout(1)'s meaning: only the command itself is signalled (below).
@@ -197,11 +210,11 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
 }
 
 /**
- * Without -k the command may take as long as it likes; but once it has exited, a descendant that
- * ignores the signal must not keep us waiting forever (timeout(1) would have returned): it gets
- * the default grace, then SIGKILL.
+ * Calls `gone` once the command itself has exited. Without -k the command may take as long as it
+ * likes; but once it has exited, a descendant that ignores the signal must not keep us waiting
+ * forever (timeout(1) would have returned): the caller gives it the default grace, then SIGKILL.
  */
-async function killRestOnceCommandExits(handle: RunHandle, timers: TimerHandle[]): Promise<void> {
+async function watchCommandExit(handle: RunHandle, timers: TimerHandle[], gone: () => void): Promise<void> {
   const table = platformTable();
   const pid = handle.pid;
   if (pid === undefined) return;
@@ -213,7 +226,7 @@ async function killRestOnceCommandExits(handle: RunHandle, timers: TimerHandle[]
     // The run may have ended during the read; a timer armed now would outlive it (its timers are cleared once).
     if (ended()) return;
     if (isGone(now) || now?.startTime !== first?.startTime) {
-      timers.push(realClock.setTimeout(() => handle.kill(), DEFAULT_GRACE_MS));
+      gone();
       return;
     }
     timers.push(realClock.setTimeout(poll, POLL_MS));

@@ -36,6 +36,8 @@ export interface NormalSpec {
   env: Record<string, string>;
   cookie: string | null;
   stdin: { kind: 'ignore' | 'pipe' | 'inherit' } | { kind: 'data'; data: Uint8Array };
+  /** Sorted, distinct, each 3 or more. */
+  inheritFds: number[];
   timeoutMs: number;
   noOutputTimeoutMs: number;
   graceMs: number;
@@ -64,6 +66,7 @@ const KNOWN_KEYS = new Set<string>([
   'extendEnv',
   'cookie',
   'stdin',
+  'inheritFds',
   'timeoutMs',
   'noOutputTimeoutMs',
   'graceMs',
@@ -202,6 +205,26 @@ export function checkInput(data: unknown): string | Uint8Array {
   throw invalid(`stdin.write takes a string or a Uint8Array, not ${showValue(data)}.`, 'INVALID_OPTION');
 }
 
+/** The most descriptors a command is given this way: each is a slot of the spawn's stdio list. */
+const MAX_INHERITED_FD = 4095;
+
+function normalizeFds(value: unknown): number[] {
+  if (value === undefined) return [];
+  // Copied by index once (holes included): what is checked is what is used.
+  const fds: unknown[] | null =
+    Array.isArray(value) && value.length <= MAX_INHERITED_FD ? Array.from(value as unknown[]) : null;
+  const ok = (fd: unknown) =>
+    Number.isInteger(fd) && (fd as number) >= 3 && (fd as number) <= MAX_INHERITED_FD;
+  const at = fds === null ? -1 : fds.findIndex((fd) => !ok(fd));
+  if (fds === null || at >= 0) {
+    throw invalid(
+      `inheritFds: ${showValue(fds === null ? value : fds[at])} is not a descriptor to pass on; give an array of whole numbers from 3 to ${MAX_INHERITED_FD} (0, 1 and 2 are stdin, stdout and stderr).`,
+      'INVALID_OPTION',
+    );
+  }
+  return [...new Set(fds as number[])].sort((a, b) => a - b);
+}
+
 function normalizeStdin(value: RunSpec['stdin']): NormalSpec['stdin'] {
   if (value === undefined || value === 'ignore') return { kind: 'ignore' };
   if (value === 'pipe' || value === 'inherit') return { kind: value };
@@ -314,6 +337,13 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
       'INVALID_OPTION',
     );
   }
+  const inheritFds = normalizeFds(merged.inheritFds);
+  if (mode === 'pty' && inheritFds.length > 0) {
+    throw invalid(
+      "inheritFds does not apply to mode 'pty': a terminal is started with its own descriptors only.",
+      'INVALID_OPTION',
+    );
+  }
   const noOutputTimeoutMs = optionalDuration(merged.noOutputTimeoutMs, 'noOutputTimeoutMs', 0);
   if (out.inherit && (noOutputTimeoutMs > 0 || mode === 'pty')) {
     throw invalid(
@@ -328,6 +358,7 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
     env,
     cookie,
     stdin,
+    inheritFds,
     timeoutMs: optionalDuration(merged.timeoutMs, 'timeoutMs', 0),
     noOutputTimeoutMs,
     graceMs: optionalDuration(merged.graceMs, 'graceMs', DEFAULT_GRACE_MS),

@@ -5,6 +5,14 @@ import { checkInput } from '../options/index.js';
 import type { RunStdin, StreamName } from '../types.js';
 import type { LaunchEvents, Launched, LaunchOptions } from './types.js';
 
+/** Slots 3 and up of a spawn's stdio: each fd listed at its own number, the others closed. */
+function passOn(fds: readonly number[]): (number | 'ignore')[] {
+  const slots: (number | 'ignore')[] = [];
+  const wanted = new Set(fds);
+  for (let fd = 3; fd <= (fds.at(-1) ?? 2); fd++) slots.push(wanted.has(fd) ? fd : 'ignore');
+  return slots;
+}
+
 /** Launches through node:child_process with pipes for stdout and stderr. */
 export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: LaunchEvents): Launched {
   const stdinMode = options.stdin.kind === 'data' ? 'pipe' : options.stdin.kind;
@@ -13,7 +21,7 @@ export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: La
     cwd: plan.cwd,
     env: plan.env,
     detached: plan.newSession,
-    stdio: [stdinMode, outMode, outMode],
+    stdio: [stdinMode, outMode, outMode, ...passOn(options.inheritFds ?? [])],
     windowsHide: true,
   });
 

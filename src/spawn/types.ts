@@ -21,6 +21,8 @@ export interface LaunchOptions {
   pty: Required<PtyOptions>;
   /** 'inherit': the command writes to the caller's own stdout and stderr. Default 'pipe'. */
   output?: 'pipe' | 'inherit';
+  /** Our descriptors the command gets under the same numbers (3 and above, sorted). */
+  inheritFds?: readonly number[];
 }
 
 /** A started command as the run sees it, whatever launched it (pipes or a PTY). */

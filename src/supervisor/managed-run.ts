@@ -179,7 +179,12 @@ export class ManagedRun implements RunHandle {
       this.leadsGroup = plan.newSession;
       this.launched = this.deps.launcher(
         plan,
-        { stdin: this.spec.stdin, pty: this.spec.pty, output: this.spec.inheritOutput ? 'inherit' : 'pipe' },
+        {
+          stdin: this.spec.stdin,
+          inheritFds: this.spec.inheritFds,
+          pty: this.spec.pty,
+          output: this.spec.inheritOutput ? 'inherit' : 'pipe',
+        },
         {
           spawned: () => {
             if (this.status === 'starting') this.status = 'running';
