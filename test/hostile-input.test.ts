@@ -409,3 +409,17 @@ describe('inheritFds', () => {
     );
   });
 });
+
+describe('small things said plainly', () => {
+  it('a fractional output.maxBytes is INVALID_OPTION, not rounded down in silence', () => {
+    expect(() => sup.spawn({ argv: ['true'], output: { maxBytes: 1.5 } })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION' }),
+    );
+  });
+
+  it('a directory given as the command is said to be one', async () => {
+    const result = await sup.spawn({ argv: ['/tmp'], containment: 'process-group' }).result;
+    expect(result.reason).toBe('spawn-error');
+    expect(result.error?.message).toBe('/tmp: is a directory, not a program.');
+  });
+});

@@ -51,6 +51,54 @@ describe('bounded capture', () => {
   });
 });
 
+describe('bounded capture against a model that keeps every byte', () => {
+  it('5000 random streams (sizes, budgets, UTF-8 cut anywhere): the same head, tail and counts', () => {
+    let seed = 12345;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const alphabet = Buffer.from('ab€😀\n');
+    for (let round = 0; round < 5000; round++) {
+      const maxBytes = rand(60);
+      const c = new BoundedCapture(maxBytes);
+      const all: Buffer[] = [];
+      for (let n = rand(12); n > 0; n--) {
+        const chunk = Buffer.alloc(rand(40));
+        for (let i = 0; i < chunk.length; i++) chunk[i] = alphabet[rand(alphabet.length)] as number;
+        all.push(chunk);
+        c.push(chunk);
+      }
+      const whole = Buffer.concat(all);
+      const r = c.result();
+      expect(r.bytes).toBe(whole.length);
+      const headMax = Math.ceil(maxBytes / 2);
+      const tailMax = maxBytes - headMax;
+      if (whole.length <= maxBytes) {
+        expect(r).toEqual({ text: whole.toString('utf8'), bytes: whole.length, truncated: false });
+        continue;
+      }
+      expect(r.truncated).toBe(true);
+      const [head, rest] = r.text.split(/\n\[… \d+ bytes truncated …\]\n/);
+      // What is shown is a prefix of the head's bytes and a suffix of the tail's, whole characters only.
+      expect(
+        whole
+          .subarray(0, headMax)
+          .toString('utf8')
+          .startsWith(head as string),
+      ).toBe(true);
+      expect(
+        whole
+          .subarray(whole.length - tailMax)
+          .toString('utf8')
+          .endsWith(rest as string),
+      ).toBe(true);
+      expect(Buffer.byteLength(head as string)).toBeGreaterThanOrEqual(headMax - 3);
+      expect(Buffer.byteLength(rest as string)).toBeGreaterThanOrEqual(tailMax - 3);
+    }
+  });
+});
+
 describe('streaming output', () => {
   it('a multibyte character split across chunks decodes whole', async () => {
     const chunks: string[] = [];

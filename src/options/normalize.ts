@@ -98,9 +98,9 @@ function optionalDuration(value: unknown, what: string, fallback: number): numbe
 /** A size in bytes is an option, not a duration: its error says bytes and carries INVALID_OPTION. */
 function optionalByteCount(value: unknown, what: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     throw invalid(
-      `${what}: ${showValue(value)} is not a valid size; give a finite number of bytes, 0 or more.`,
+      `${what}: ${showValue(value)} is not a valid size; give a whole number of bytes, 0 or more.`,
       'INVALID_OPTION',
     );
   }
@@ -255,7 +255,7 @@ function normalizeOutput(output: OutputOptions | undefined) {
     );
   }
   return {
-    maxBytes: Math.floor(maxBytes),
+    maxBytes,
     onData: output?.onData,
     onBytes: output?.onBytes,
     file: output?.file,

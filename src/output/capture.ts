@@ -3,12 +3,17 @@ import type { StreamCapture } from '../types.js';
 
 /**
  * Bounded capture of one stream: the first half of the budget is kept as the head, the last
- * half as a rolling tail, so memory stays flat whatever the command writes.
+ * half as a rolling tail, so memory stays flat whatever the command writes. Bytes are copied into
+ * one growing block (the head) and one ring (the tail): a command writing a byte at a time costs
+ * the bytes, not an object per chunk, and the tail rolls without shifting anything.
  */
 export class BoundedCapture {
-  private head: Buffer[] = [];
+  private head = EMPTY;
   private headBytes = 0;
-  private tail: Buffer[] = [];
+  /** Allocated once the head is full and a byte is left for the tail. */
+  private ring: Buffer | null = null;
+  /** Where the next tail byte goes; once the ring is full, also where the oldest one is. */
+  private ringAt = 0;
   private tailBytes = 0;
   private total = 0;
   private readonly headMax: number;
@@ -24,22 +29,24 @@ export class BoundedCapture {
     let rest = chunk;
     if (this.headBytes < this.headMax) {
       const take = Math.min(this.headMax - this.headBytes, rest.length);
-      this.head.push(rest.subarray(0, take));
+      this.growHead(this.headBytes + take);
+      rest.copy(this.head, this.headBytes, 0, take);
       this.headBytes += take;
       rest = rest.subarray(take);
     }
     if (rest.length === 0 || this.tailMax === 0) return;
+    this.ring ??= Buffer.allocUnsafe(this.tailMax);
     if (rest.length >= this.tailMax) {
-      // Copy: keeping a view would pin the whole (possibly huge) chunk in memory.
-      this.tail = [Buffer.from(rest.subarray(rest.length - this.tailMax))];
+      rest.copy(this.ring, 0, rest.length - this.tailMax);
+      this.ringAt = 0;
       this.tailBytes = this.tailMax;
       return;
     }
-    this.tail.push(rest);
-    this.tailBytes += rest.length;
-    while (this.tail.length > 0 && this.tailBytes - (this.tail[0] as Buffer).length >= this.tailMax) {
-      this.tailBytes -= (this.tail.shift() as Buffer).length;
-    }
+    const first = Math.min(rest.length, this.tailMax - this.ringAt);
+    rest.copy(this.ring, this.ringAt, 0, first);
+    if (first < rest.length) rest.copy(this.ring, 0, first);
+    this.ringAt = (this.ringAt + rest.length) % this.tailMax;
+    this.tailBytes = Math.min(this.tailMax, this.tailBytes + rest.length);
   }
 
   get bytes(): number {
@@ -47,13 +54,11 @@ export class BoundedCapture {
   }
 
   result(): StreamCapture {
-    const kept = this.headBytes + this.tailBytes;
-    const truncated = this.total > kept || (this.tailBytes > this.tailMax && this.tailMax > 0);
-    const head = Buffer.concat(this.head);
+    const truncated = this.total > this.headBytes + this.tailBytes;
+    const head = this.head.subarray(0, this.headBytes);
+    const tail = this.tailInOrder();
     if (!truncated)
-      return { text: decodeAll(Buffer.concat([head, ...this.tail])), bytes: this.total, truncated: false };
-    let tail = Buffer.concat(this.tail);
-    if (tail.length > this.tailMax) tail = tail.subarray(tail.length - this.tailMax);
+      return { text: decodeAll(Buffer.concat([head, tail])), bytes: this.total, truncated: false };
     const shownHead = trimIncompleteEnd(head);
     const shownTail = trimContinuationStart(tail);
     // What the text leaves out, the bytes of a character cut at either edge included.
@@ -64,7 +69,25 @@ export class BoundedCapture {
       truncated: true,
     };
   }
+
+  /** Doubling, up to headMax: a few copies in all, and no more memory than the output needs. */
+  private growHead(needed: number): void {
+    if (needed <= this.head.length) return;
+    const grown = Buffer.allocUnsafe(Math.min(this.headMax, Math.max(needed, this.head.length * 2, 256)));
+    this.head.copy(grown, 0, 0, this.headBytes);
+    this.head = grown;
+  }
+
+  private tailInOrder(): Buffer {
+    const ring = this.ring;
+    if (!ring) return EMPTY;
+    // Until the ring is full it is written from 0 on, and never wrapped.
+    if (this.tailBytes < this.tailMax) return ring.subarray(0, this.tailBytes);
+    return Buffer.concat([ring.subarray(this.ringAt), ring.subarray(0, this.ringAt)]);
+  }
 }
+
+const EMPTY = Buffer.alloc(0);
 
 function decodeAll(buf: Buffer): string {
   const decoder = new StringDecoder('utf8');

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { type Clock, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
@@ -538,11 +539,21 @@ function spawnMessage(command: string, error: NodeJS.ErrnoException): string {
     case 'ENOENT':
       return `${command}: command not found (no such file in PATH or at that path).`;
     case 'EACCES':
-      return `${command}: permission denied; is the file executable?`;
+      return isDirectory(command)
+        ? `${command}: is a directory, not a program.`
+        : `${command}: permission denied; is the file executable?`;
     default: {
       // Node's message is `spawn ENOTDIR`; libuv's text for the code says what it means.
       const text = error.errno === undefined ? undefined : util().getSystemErrorMap().get(error.errno)?.[1];
       return `${command}: could not be started: ${text ? `${text} (${error.code})` : error.message}.`;
     }
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }
