@@ -749,27 +749,32 @@ describe('procwarden under the V8 profiler', () => {
 });
 
 describe('procwarden timeout and run: a make jobserver', () => {
-  for (const command of [
-    ['timeout', '10'],
-    ['run', '--'],
-  ]) {
-    it(`${command[0]}: the descriptors MAKEFLAGS names are passed on, as timeout(1) passes them`, async () => {
-      const withAuth = async (makeflags: string | undefined) => {
-        // Our fd 3 is a pipe to this test, as a jobserver's is to make.
-        const child = spawn(process.execPath, [CLI, ...command, 'bash', '-c', 'echo token >&3'], {
-          stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
-          env: { ...process.env, MAKEFLAGS: makeflags },
-        });
-        leaks.track(child.pid);
-        let got = '';
-        child.stdio[3]?.on('data', (c: Buffer) => (got += c));
-        const status = await new Promise((resolve) => child.once('close', resolve));
-        return { status, got };
-      };
-      expect(await withAuth(' -j4 --jobserver-auth=3,3')).toEqual({ status: 0, got: 'token\n' });
-      expect(await withAuth('-j4 --jobserver-fds=3,3')).toEqual({ status: 0, got: 'token\n' });
-      // Nothing named: nothing passed (Node cannot tell what else its parent passed).
-      expect((await withAuth(undefined)).status).not.toBe(0);
+  for (const command of ['timeout 10', 'run --']) {
+    it(`${command.split(' ')[0]}: the pipe MAKEFLAGS names, held by the parent, is passed on as timeout(1) passes it`, () => {
+      const fifo = join(leaks.trackDir(makeTmp()), 'jobserver');
+      spawnSync('mkfifo', [fifo]);
+      // bash holds the pipe on fd 3 (read and write, as make's jobserver pipe) and runs us with
+      // it; the command puts a token in, bash reads it back.
+      const go = (makeflags: string, holder = '3<>"$0"') =>
+        spawnSync(
+          'bash',
+          [
+            '-c',
+            `exec ${holder}; MAKEFLAGS="$1" "$2" "$3" ${command} bash -c 'echo token >&3' 2>/dev/null; echo "status $?"; read -t 1 got <&3; echo "got $got"`,
+            fifo,
+            makeflags,
+            process.execPath,
+            CLI,
+          ],
+          { encoding: 'utf8', timeout: 30_000 },
+        ).stdout;
+      expect(go(' -j4 --jobserver-auth=3,3')).toBe('status 0\ngot token\n');
+      expect(go('-j4 --jobserver-fds=3,3')).toBe('status 0\ngot token\n');
+      // Named but not a pipe the parent holds (make closed it for a line without '+', and our own
+      // descriptors took the number): nothing is passed.
+      expect(go(' -j4 --jobserver-auth=7,7')).toMatch(/^status [1-9]/);
+      // Not named: nothing passed (Node cannot tell what else its parent passed).
+      expect(go('')).toMatch(/^status [1-9]/);
     });
   }
 });

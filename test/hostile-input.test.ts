@@ -423,3 +423,11 @@ describe('small things said plainly', () => {
     expect(result.error?.message).toBe('/tmp: is a directory, not a program.');
   });
 });
+
+describe('limits said up front', () => {
+  it('a capture too large for one string is INVALID_OPTION, not a result that never settles', () => {
+    expect(() => sup.spawn({ argv: ['true'], output: { maxBytes: 2 ** 30 } })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION' }),
+    );
+  });
+});

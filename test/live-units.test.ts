@@ -136,3 +136,12 @@ describe('LineSplitter', () => {
     ]);
   });
 });
+
+describe('the spec fingerprint', () => {
+  it('tells sessions started with different inherited descriptors apart (they can only be given at the start)', async () => {
+    const { specFingerprint } = await import('../src/live/fingerprint.js');
+    const argv = ['cat'] as [string];
+    expect(specFingerprint({ argv })).not.toBe(specFingerprint({ argv, inheritFds: [9] }));
+    expect(specFingerprint({ argv, inheritFds: [9, 5] })).toBe(specFingerprint({ argv, inheritFds: [5, 9] }));
+  });
+});

@@ -287,4 +287,27 @@ describe('what exited runs keep', () => {
     expect(grew, r.stderr).toBeLessThan(250 * 1024 * 1024);
     expect(kept).toBeLessThan(40);
   });
+
+  it("not the caller's callbacks, nor what they hold", () => {
+    const library = join(import.meta.dirname, '..', 'dist', 'index.js');
+    const script = `
+      const { Supervisor } = await import(${JSON.stringify(library)});
+      const sup = new Supervisor({ journal: false });
+      globalThis.gc();
+      const before = process.memoryUsage().arrayBuffers;
+      for (let i = 0; i < 5; i++) {
+        const big = new Uint8Array(20_000_000);
+        await sup.spawn({ argv: ['true'], output: { onData: () => { big[0]++; } } }).result;
+      }
+      await sup.spawn({ argv: ['true'] }).result;
+      await new Promise((r) => setTimeout(r, 100));
+      globalThis.gc();
+      console.log(process.memoryUsage().arrayBuffers - before);`;
+    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    // Each run's onData held 20 MB: all 100 MB were kept with the runs before.
+    expect(Number(r.stdout), r.stderr).toBeLessThan(20_000_000);
+  });
 });

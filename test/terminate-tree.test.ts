@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProcwardenError, terminateTree } from '../src/index.js';
+import { ProcwardenError, Supervisor, terminateTree } from '../src/index.js';
 import { type ProcessTable, ProcfsTable, PsTable } from '../src/tree/index.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
@@ -186,9 +186,9 @@ const asRootWithUnshare =
   process.getuid?.() === 0 && spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status === 0;
 
 describe('what shares a number with the tree is not the tree', () => {
-  it.skipIf(!asRootWithUnshare)(
-    'a stranger that gets a dead member’s pid (and leads its own group) is not taken for a late fork (needs root and unshare)',
-    () => {
+  it.skipIf(!asRootWithUnshare).each(['lives on', 'forks and exits'])(
+    'a stranger that gets a dead member’s pid (and leads its own group) and %s is not taken for a late fork (needs root and unshare)',
+    (how) => {
       const library = join(import.meta.dirname, '..', 'dist', 'index.js');
       const r = spawnSync(
         'unshare',
@@ -198,9 +198,10 @@ describe('what shares a number with the tree is not the tree', () => {
           '--mount-proc',
           'bash',
           '-c',
-          'node "$0" "$1"; true',
+          'node "$0" "$1" "$2"; true',
           fixture('reuse-in-namespace.mjs'),
           library,
+          how === 'forks and exits' ? 'forks' : 'lives',
         ],
         { encoding: 'utf8', timeout: 30_000 },
       );
@@ -282,5 +283,21 @@ describe.skipIf(!python)('a process whose main thread exited while another runs 
     const report = await terminateTree(pid, { graceMs: 2000 });
     expect(report.signalled).toBe(1);
     await waitFor(() => !runs(pid), { what: 'the process gone' });
+  });
+
+  it('escaped from a run (its own session) it is still found by its cookie, read through a live thread', async () => {
+    const dir = makeTmp();
+    leaks.trackDir(dir);
+    const script = `import ctypes, os, threading, time\nopen(os.environ['OUT'] + '/zl.pid', 'w').write(str(os.getpid()))\nthreading.Thread(target=lambda: [time.sleep(0.05) for _ in iter(int, 1)]).start()\ntime.sleep(0.1)\nctypes.CDLL(None).pthread_exit(None)`;
+    const sup = new Supervisor({ journal: false });
+    const result = await sup.spawn({
+      containment: 'process-group',
+      env: { OUT: dir },
+      argv: ['sh', '-c', 'setsid python3 -c "$0" & sleep 1', script],
+    }).result;
+    const pid = readPids(dir).get('zl') as number;
+    leaks.track(pid);
+    expect(result.tree.leftovers).toBe(1);
+    await waitFor(() => !runs(pid), { what: 'the escapee ended with the run' });
   });
 });

@@ -78,7 +78,8 @@ export async function signalTree(
   }
   const list = await table.list();
   const fresh = list.find((p) => p.pid === root.pid && p.startTime === root.startTime);
-  const members = [...(fresh ? [fresh] : []), ...descendantsOf(list, [root.pid])].filter(
+  // Gone since it was read: its pid may be another's now, and so may its children be.
+  const members = (fresh ? [fresh, ...descendantsOf(list, [root.pid])] : []).filter(
     (m) => !isGone(m) && !guard.forbidsPid(m.pid),
   );
   const deliverer = new Deliverer(table, guard, options.send);
@@ -206,11 +207,12 @@ function sharedLeaders(list: ProcessInfo[], known: Map<string, ProcessInfo>): Se
 /**
  * Processes started since the first scan (not in `baseline`) whose process group or session is led
  * by a known member: a re-parented fork keeps the group and session of the member that made it.
- * The kernel does not hand out a pid still in use as a group or session id, so a group or session
- * numbered after a member is that member's, as long as the pid is not another process's now: a
- * member that died, whose group emptied, frees its number, and a stranger that gets it (and leads
- * its own group and session, as a detached process does) is not ours. Nor are groups and sessions
- * that held processes outside the tree (`shared`).
+ * A group or session numbered after a member is that member's while the member is still there
+ * (alive, or a zombie holding its pid). Once it is gone, the number may have been handed on: a
+ * stranger that got the pid leads a group and session of that number (as a detached process
+ * does), and what it forks there before it exits is not ours. So late forks are looked for only
+ * under members still there, and not in groups and sessions that held processes outside the tree
+ * (`shared`).
  */
 function lateForks(
   list: ProcessInfo[],
@@ -222,7 +224,8 @@ function lateForks(
   const leaders = new Set<number>();
   for (const k of known.values()) {
     const now = byPid.get(k.pid);
-    if ((!now || now.startTime === k.startTime) && !shared.has(k.pid)) leaders.add(k.pid);
+    // Still there (alive, or a zombie that holds its pid): the number cannot have been handed on.
+    if (now?.startTime === k.startTime && !shared.has(k.pid)) leaders.add(k.pid);
   }
   return list.filter(
     (p) =>

@@ -2,7 +2,7 @@ import type * as Crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { RunSpec } from '../types.js';
 
-/** When the caller gives none: what the process was started with (argv, cwd, env, mode, shell). */
+/** When the caller gives none: what the process was started with (argv, cwd, env, mode, shell, inherited descriptors). */
 export function specFingerprint(spec: RunSpec): string {
   const env = Object.entries(spec.env ?? {})
     .filter(([, value]) => value !== undefined)
@@ -13,6 +13,8 @@ export function specFingerprint(spec: RunSpec): string {
     env,
     spec.mode ?? 'child',
     spec.shell ?? false,
+    // Descriptors can only be given at the start: a session started without them never has them.
+    [...(spec.inheritFds ?? [])].sort((a, b) => a - b),
   ]);
   return crypto().createHash('sha256').update(identity).digest('hex').slice(0, 32);
 }

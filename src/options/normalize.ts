@@ -108,6 +108,7 @@ function optionalByteCount(value: unknown, what: string, fallback: number): numb
 }
 
 const MAX_ARGS = 1_000_000;
+const MAX_CAPTURE_BYTES = 256 * 1024 * 1024;
 
 /** An array's elements by index, its length read once. */
 export function elements(array: readonly unknown[]): unknown[] {
@@ -238,6 +239,13 @@ function normalizeOutput(output: OutputOptions | undefined) {
     throw invalid('output must be an object: { maxBytes?, onData?, file? }.', 'INVALID_OPTION');
   }
   const maxBytes = optionalByteCount(output?.maxBytes, 'output.maxBytes', DEFAULT_MAX_BYTES);
+  // The captured text is one string: V8 makes none longer than 2^29 - 24 characters.
+  if (maxBytes > MAX_CAPTURE_BYTES) {
+    throw invalid(
+      `output.maxBytes: ${maxBytes} is more than a captured text can hold (${MAX_CAPTURE_BYTES} bytes a stream); stream larger output with onData, onBytes or file.`,
+      'INVALID_OPTION',
+    );
+  }
   if (output?.onData !== undefined && typeof output.onData !== 'function') {
     throw invalid('output.onData must be a function (text, stream) => void.', 'INVALID_OPTION');
   }

@@ -28,7 +28,7 @@ export class OutputCollector {
   /** Each distinct callback failure: how often, and where its note is. */
   private readonly faults = new Map<string, { times: number; at: number }>();
 
-  constructor(private readonly options: CollectorOptions) {
+  constructor(private options: CollectorOptions) {
     if (options.file !== undefined) this.file = new FileSink(options.file, (text) => this.notes.push(text));
   }
 
@@ -89,6 +89,8 @@ export class OutputCollector {
   dispose(): void {
     this.captures.clear();
     this.decoders.clear();
+    // The caller's callbacks, and whatever they hold, go with the run's end.
+    this.options = { ...this.options, onData: undefined, onBytes: undefined };
   }
 
   result(stream: StreamName): StreamCapture {

@@ -22,11 +22,11 @@ import type {
 } from '../types.js';
 
 /**
- * The most the pipes of a tree that is gone can still hold (two pipes of Linux's largest size,
- * /proc/sys/fs/pipe-max-size, 1 MiB by default): more, written after the end, comes from a
- * process that is still alive.
+ * Far more than the pipes or socket pairs of a tree that is gone can still hold (a socket's send
+ * buffer goes up to net.core.wmem_max, doubled: 8 MiB here; a pipe to fs.pipe-max-size, 1 MiB):
+ * more, written after the end while a consumer was behind, comes from a process still alive.
  */
-const DRAIN_MAX_BYTES = 2 * 1024 * 1024;
+const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
 
 /** How long a tree must outlive its first signal before its stop record is written (see RunJournal.stopping). */
 const STOP_RECORD_DELAY_MS = 50;

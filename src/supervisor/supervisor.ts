@@ -3,7 +3,7 @@ import { CgroupHost } from '../containment/index.js';
 import { describeThrown, ProcwardenError, showValue } from '../errors.js';
 import { checkStateDir, defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
-import { checkDuration, normalizeSpec } from '../options/index.js';
+import { checkDuration, type NormalSpec, normalizeSpec } from '../options/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
 import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type {
@@ -130,12 +130,7 @@ export class Supervisor {
     const launcher = this.launchers[normal.mode];
     launcher.preflight?.();
     const log = new RunLog(this.logChars);
-    const userOnData = normal.onData;
-    normal.onData = (text, stream) => {
-      log.push(text);
-      // Passed through: a promise it returns is the caller's backpressure.
-      return userOnData?.(text, stream);
-    };
+    normal.onData = logging(log, normal.onData);
     const run = new ManagedRun(id, normal, {
       clock: this.clock,
       table: this.table,
@@ -357,4 +352,17 @@ function count(value: number | undefined, what: string, fallback: number): numbe
  */
 function shareScans(table: ProcessTable): ProcessTable {
   return table.findByEnv ? new CoalescingTable(table) : table;
+}
+
+/**
+ * The caller's onData with the run's log fed first. Made here, not in spawn(): a closure made there
+ * would share spawn's scope with the ones the run keeps (onSettled), and hold the caller's
+ * callback, and all it holds, for as long as the registry keeps the run.
+ */
+function logging(log: RunLog, onData: NormalSpec['onData']): NonNullable<NormalSpec['onData']> {
+  return (text, stream) => {
+    log.push(text);
+    // Passed through: a promise it returns is the caller's backpressure.
+    return onData?.(text, stream);
+  };
 }

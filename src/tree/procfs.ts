@@ -284,9 +284,18 @@ export class ProcfsTable implements ProcessTable {
    * readFileSync.
    */
   private environ(pid: number): Buffer | null {
+    const env = this.environAt(`${this.root}/${pid}`);
+    if (env !== null && env.length > 0) return env;
+    // Empty or unreadable: between two execs, env -i, not ours to read, or a leader thread that
+    // exited while others run (ESRCH: its memory is read through a live thread).
+    const task = liveTask(pid, this.root, (path) => this.readSmall(path));
+    return (task && this.environAt(`${this.root}/${pid}/task/${task.tid}`)) ?? env;
+  }
+
+  private environAt(dir: string): Buffer | null {
     let fd: number;
     try {
-      fd = openSync(`${this.root}/${pid}/environ`, 'r');
+      fd = openSync(`${dir}/environ`, 'r');
     } catch {
       return null; // gone, or not ours to read
     }
@@ -296,7 +305,7 @@ export class ProcfsTable implements ProcessTable {
         const n = readSync(fd, this.envBuf, length, this.envBuf.length - length, null);
         if (n === 0) return this.envBuf.subarray(0, length);
         length += n;
-        if (length === this.envBuf.length) return readFileSync(`${this.root}/${pid}/environ`); // unusually large
+        if (length === this.envBuf.length) return readFileSync(`${dir}/environ`); // unusually large
       }
     } catch {
       return null; // exited between open and read
@@ -402,18 +411,28 @@ export function liveThreadOf(
   root = '/proc',
   read: (path: string) => string | null = readOrNull,
 ): ProcessInfo {
+  const state = liveTask(info.pid, root, read)?.state;
+  return state === undefined ? info : { ...info, state };
+}
+
+/** A thread of `pid` other than its leader that is not a zombie, with its state; undefined if none. */
+function liveTask(
+  pid: number,
+  root: string,
+  read: (path: string) => string | null,
+): { tid: string; state: string } | undefined {
   let tids: string[];
   try {
-    tids = readdirSync(`${root}/${info.pid}/task`);
+    tids = readdirSync(`${root}/${pid}/task`);
   } catch {
-    return info;
+    return undefined;
   }
   for (const tid of tids) {
-    if (tid === String(info.pid)) continue;
-    const state = parseStat(read(`${root}/${info.pid}/task/${tid}/stat`) ?? '')?.state;
-    if (state !== undefined && state !== 'Z' && state !== 'X') return { ...info, state };
+    if (tid === String(pid)) continue;
+    const state = parseStat(read(`${root}/${pid}/task/${tid}/stat`) ?? '')?.state;
+    if (state !== undefined && state !== 'Z' && state !== 'X') return { tid, state };
   }
-  return info;
+  return undefined;
 }
 
 function readOrNull(path: string): string | null {
