@@ -139,6 +139,9 @@ describe('procwarden timeout: as timeout(1) documents it', () => {
       ['-v', '0.2', 'sleep', '30'],
       ['-v', '-s', 'HUP', '0.2', 'sleep', '30'],
       ['-v', '-s', '9', '0.2', 'sleep', '30'],
+      // Two names for one number: coreutils prints ABRT and POLL.
+      ['-v', '-s', 'IOT', '0.2', 'sleep', '30'],
+      ['-v', '-s', 'IO', '0.2', 'sleep', '30'],
     ]) {
       const ours = await timeout(args);
       const theirs = await coreutils(args);
@@ -327,6 +330,12 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
       ['--verbose=yes', '1', 'true'],
       125,
       "procwarden timeout: option '--verbose' doesn't allow an argument\nTry 'procwarden timeout --help' for more information.\n",
+    ],
+    [
+      'a dash among short options',
+      ['-v-x', '1', 'true'],
+      125,
+      "procwarden timeout: invalid option -- '-'\nTry 'procwarden timeout --help' for more information.\n",
     ],
     [
       'no value for -s',

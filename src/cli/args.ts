@@ -100,11 +100,29 @@ export function parseOptions<T extends Options>(args: string[], options: T, stat
   // cost (1.3-1.8 ms, its module and validators loaded and run), which `timeout 10 true` would pay
   // for nothing. No option here has a default value that an empty result would leave out.
   if (args.every((arg) => !arg.startsWith('-'))) return { values: {}, positionals: [...args] } as Parsed<T>;
+  for (const arg of args) {
+    if (arg === '--') break;
+    const dash = dashInGroup(arg, options);
+    if (dash) throw new UsageError("invalid option -- '-'", status);
+  }
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true });
   } catch (error) {
     throw new UsageError(describeParseError(error as NodeJS.ErrnoException & Error, args), status);
   }
+}
+
+/**
+ * A '-' among a short group's letters (`-v-x`): getopt says "invalid option -- '-'"; parseArgs
+ * would read the rest as a word of its own. A letter that takes a value takes the rest as it.
+ */
+function dashInGroup(arg: string, options: Options): boolean {
+  if (!arg.startsWith('-') || arg.startsWith('--')) return false;
+  for (let i = 1; i < arg.length; i++) {
+    if (arg[i] === '-') return true;
+    if (Object.values(options).find((o) => o.short === arg[i])?.type === 'string') return false;
+  }
+  return false;
 }
 
 /** parseArgs' errors in getopt's words, which timeout(1) users (and their scripts) know. */

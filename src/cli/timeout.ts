@@ -65,7 +65,13 @@ function signal(text: string): TimeoutSignal {
 }
 
 /** As coreutils names them in its -v lines: signal 0 is `EXIT` (gnulib's sig2str). */
-const shortName = (sig: TimeoutSignal) => (sig === 0 ? 'EXIT' : sig.replace(/^SIG/, ''));
+/** Of two names for one number, the one coreutils prints (its sig2str table comes first with it). */
+const GNU_NAME: Record<string, string> = { IOT: 'ABRT', IO: 'POLL' };
+const shortName = (sig: TimeoutSignal) => {
+  if (sig === 0) return 'EXIT';
+  const name = sig.replace(/^SIG/, '');
+  return GNU_NAME[name] ?? name;
+};
 
 export async function timeoutCommand(args: string[], prog: string): Promise<number> {
   const { ours, rest } = splitAtCommand(args, OPTIONS, { prefixes: { status: EXIT_FAILED } });
