@@ -113,6 +113,26 @@ function environ(pid: number): Buffer | null {
   }
 }
 
+/**
+ * A process between two execs shows an empty environment for a moment (the kernel has dropped the
+ * old image and not yet set up the new one), as procwarden's sweep knows: read again until it has
+ * one, for up to 100 ms, before judging it by the fallbacks (a fork re-parented at once, caught in
+ * its exec, was reported as outside the tree).
+ */
+function settledEnviron(pid: number): Buffer | null {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  let env = environ(pid);
+  const settling = () => {
+    const st = stat(pid);
+    return st !== null && st.state !== 'Z' && !st.exiting;
+  };
+  for (let i = 0; i < 20 && env !== null && env.length === 0 && settling(); i++) {
+    Atomics.wait(pause, 0, 0, 5);
+    env = environ(pid);
+  }
+  return env;
+}
+
 function stat(
   pid: number,
 ): { state: string; ppid: number; pgid: number; sid: number; start: string; exiting: boolean } | null {
@@ -183,7 +203,7 @@ function recorder(
   const verified = new Map<number, string>();
   const founders = new Set<number>();
   const ours = (pid: number): boolean => {
-    const env = environ(pid);
+    const env = settledEnviron(pid);
     const st = stat(pid);
     // No such process, or a zombie (its pid stays taken until reaped): the signal reaches nobody.
     if (!st || st.state === 'Z' || (st.exiting && !env?.length)) return true;
