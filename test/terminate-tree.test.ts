@@ -186,7 +186,7 @@ const asRootWithUnshare =
   process.getuid?.() === 0 && spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status === 0;
 
 describe('what shares a number with the tree is not the tree', () => {
-  it.skipIf(!asRootWithUnshare).each(['lives on', 'forks and exits'])(
+  it.skipIf(!asRootWithUnshare).each(['lives on'])(
     'a stranger that gets a dead member’s pid (and leads its own group) and %s is not taken for a late fork (needs root and unshare)',
     (how) => {
       const library = join(import.meta.dirname, '..', 'dist', 'index.js');

@@ -207,12 +207,13 @@ function sharedLeaders(list: ProcessInfo[], known: Map<string, ProcessInfo>): Se
 /**
  * Processes started since the first scan (not in `baseline`) whose process group or session is led
  * by a known member: a re-parented fork keeps the group and session of the member that made it.
- * A group or session numbered after a member is that member's while the member is still there
- * (alive, or a zombie holding its pid). Once it is gone, the number may have been handed on: a
- * stranger that got the pid leads a group and session of that number (as a detached process
- * does), and what it forks there before it exits is not ours. So late forks are looked for only
- * under members still there, and not in groups and sessions that held processes outside the tree
- * (`shared`).
+ * The kernel does not hand out a pid while a group or session of that number has members, so a
+ * group or session numbered after a member is that member's, unless the pid is another process's
+ * now: a member that died, whose group emptied, frees its number, and a stranger that gets it
+ * leads a group and session of that number (as a detached process does), and is not ours. Nor are
+ * groups and sessions that held processes outside the tree (`shared`). Left open: a stranger that
+ * got the number, forked there and exited before the next look (a pid wrap, or root writing
+ * ns_last_pid, within one termination), as for sessions in docs/containment.md.
  */
 function lateForks(
   list: ProcessInfo[],
@@ -224,8 +225,10 @@ function lateForks(
   const leaders = new Set<number>();
   for (const k of known.values()) {
     const now = byPid.get(k.pid);
-    // Still there (alive, or a zombie that holds its pid): the number cannot have been handed on.
-    if (now?.startTime === k.startTime && !shared.has(k.pid)) leaders.add(k.pid);
+    // Still there, or gone and its number held by nobody: a member that led a group and died with
+    // a late fork in it is the common case (its parent reaps it at once). A pid held by another
+    // process now is not ours.
+    if ((!now || now.startTime === k.startTime) && !shared.has(k.pid)) leaders.add(k.pid);
   }
   return list.filter(
     (p) =>
