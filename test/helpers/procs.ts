@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { liveThreadOf, type ProcessInfo } from '../../src/tree/index.js';
 
 export const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
 export const fixture = (name: string) => join(FIXTURES, name);
@@ -12,7 +13,8 @@ export function alive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
+    if (state === 'Z') return liveThreadOf({ pid, state } as ProcessInfo).state !== 'Z';
+    return state !== 'X';
   } catch {
     return false;
   }
