@@ -22,24 +22,33 @@ function row(out: string, pid: number): string[] | undefined {
     .find((cols) => cols[0] === String(pid));
 }
 
+/** `procwarden run` of `command` (a --json result in DIR), once it printed "ready"; `end` stops it. */
+async function heldRun(command: string[]) {
+  const dir = leaks.trackDir(makeTmp());
+  const json = join(dir, 'result.json');
+  const run = startCli([
+    'run',
+    '--json',
+    json,
+    '--timeout',
+    '60s',
+    '--',
+    ...command.map((a) => a.replace('$DIR', dir)),
+  ]);
+  leaks.track(run.child.pid);
+  await waitFor(() => run.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
+  const end = async () => {
+    run.child.kill('SIGTERM');
+    expect((await run.done).status).toBe(143);
+    leaks.trackCookie(JSON.parse(readFileSync(json, 'utf8')).id);
+  };
+  return { dir, end };
+}
+
 describe('procwarden tree', () => {
   it('shows a run: pid, pgid, sid, state, age, leaders and the run cookie; escaped members after it', async () => {
-    const dir = leaks.trackDir(makeTmp());
-    const json = join(dir, 'result.json');
     // A procwarden run holds a tree with a double-forked daemon (setsid, re-parented away).
-    const run = startCli([
-      'run',
-      '--json',
-      json,
-      '--timeout',
-      '60s',
-      '--',
-      fixture('double-fork.sh'),
-      dir,
-      'wait',
-    ]);
-    leaks.track(run.child.pid);
-    await waitFor(() => run.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
+    const { dir, end } = await heldRun([fixture('double-fork.sh'), '$DIR', 'wait']);
     const pids = readPids(dir);
     const parent = pids.get('parent') ?? 0;
     const escapee = pids.get('daemon') ?? 0;
@@ -64,37 +73,23 @@ describe('procwarden tree', () => {
     expect(row(escapedPart ?? '', escapee)).toBeDefined();
     expect(escapedPart).toMatch(/run=pw\w+-1/);
 
-    run.child.kill('SIGTERM');
-    expect((await run.done).status).toBe(143);
-    leaks.trackCookie(JSON.parse(readFileSync(json, 'utf8')).id);
+    await end();
   });
 
   it("a member's own tree lists no escapees for the run's processes above it", async () => {
-    const dir = leaks.trackDir(makeTmp());
-    const json = join(dir, 'result.json');
-    const run = startCli([
-      'run',
-      '--json',
-      json,
-      '--timeout',
-      '60s',
-      '--',
+    const { dir, end } = await heldRun([
       'sh',
       '-c',
       'sleep 60 & echo $! > "$0/child.pid"; echo ready; wait',
-      dir,
+      '$DIR',
     ]);
-    leaks.track(run.child.pid);
-    await waitFor(() => run.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
     const child = Number(readFileSync(join(dir, 'child.pid'), 'utf8'));
     leaks.track(child);
     const out = (await tree([String(child)])).stdout.toString();
     expect(row(out, child)?.join(' ')).toMatch(/run=pw\w+-1/);
     // The shell that started it is the run's root, with the same cookie: above it, not escaped.
     expect(out).not.toContain('escaped from this tree');
-    run.child.kill('SIGTERM');
-    expect((await run.done).status).toBe(143);
-    leaks.trackCookie(JSON.parse(readFileSync(json, 'utf8')).id);
+    await end();
   });
 
   it('marks a group leader that is not a session leader', async () => {

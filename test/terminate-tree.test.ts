@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProcwardenError, Supervisor, terminateTree } from '../src/index.js';
@@ -252,17 +252,6 @@ describe('what shares a number with the tree is not the tree', () => {
 
 const python = spawnSync('python3', ['-c', 'import ctypes']).status === 0;
 
-/** The process has a thread that is not a zombie (its leader may be one). */
-function runs(pid: number): boolean {
-  try {
-    return readdirSync(`/proc/${pid}/task`).some(
-      (tid) => !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')),
-    );
-  } catch {
-    return false;
-  }
-}
-
 describe.skipIf(!python)('a process whose main thread exited while another runs (needs python3)', () => {
   it('is alive, not gone: it gets the signal and is ended', async () => {
     // The leader calls pthread_exit: /proc shows it Z, its worker thread sleeps on.
@@ -279,10 +268,10 @@ describe.skipIf(!python)('a process whose main thread exited while another runs 
         what: 'the leader a zombie',
       },
     );
-    expect(runs(pid)).toBe(true);
+    expect(alive(pid)).toBe(true);
     const report = await terminateTree(pid, { graceMs: 2000 });
     expect(report.signalled).toBe(1);
-    await waitFor(() => !runs(pid), { what: 'the process gone' });
+    await waitFor(() => !alive(pid), { what: 'the process gone' });
   });
 
   it('escaped from a run (its own session) it is still found by its cookie, read through a live thread', async () => {
@@ -298,6 +287,6 @@ describe.skipIf(!python)('a process whose main thread exited while another runs 
     const pid = readPids(dir).get('zl') as number;
     leaks.track(pid);
     expect(result.tree.leftovers).toBe(1);
-    await waitFor(() => !runs(pid), { what: 'the escapee ended with the run' });
+    await waitFor(() => !alive(pid), { what: 'the escapee ended with the run' });
   });
 });
