@@ -11,6 +11,7 @@ import {
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ReapReport, reap, Supervisor } from '../src/index.js';
+import { type EnvQuery, type ProcessTable, ProcfsTable, type Sweep } from '../src/tree/index.js';
 import { sweepCgroups } from './helpers/cgroups.js';
 import { journalFiles, startHost } from './helpers/host.js';
 import { alive, fixture, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
@@ -414,5 +415,48 @@ describe('reap of a run that was ending when its supervisor died (a stop record)
     expect(report.runs.map((r) => r.action)).toEqual(['reaped']);
     // At most the whole grace (1 s), not an hour and a second.
     expect(Date.now() - t0).toBeLessThan(5000);
+  });
+});
+
+describe("reap's scans", () => {
+  // A forker's SIGTERM handler starts a late child and exits: re-parented away at once, the child
+  // is tied to the run by its cookie only, and a scan that reads it during its exec sees no
+  // environment at all. The zero-survivor fuzz met it (a host SIGKILLed, its watchdog left the late
+  // child alive, 5 cases in 240); here the table shows the holder that way to the first sweeps.
+  it('a cookie holder caught between two execs is waited for, not taken for nothing left', async () => {
+    const runId = 'pwtestdead-exec-1';
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const holder = spawn('sleep', ['30'], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, PROCWARDEN_RUN: runId },
+    });
+    leaks.track(holder.pid);
+    const pid = holder.pid as number;
+    await waitFor(() => readFileSync(`/proc/${pid}/environ`, 'utf8').includes(runId), {
+      what: 'holder exec done',
+    });
+    writeFileSync(join(stateDir, `${runId}.json`), deadRecord(runId, { cookie: runId }), { mode: 0o600 });
+    const inner = new ProcfsTable();
+    let hidden = 2;
+    const table: ProcessTable = {
+      name: 'procfs',
+      list: () => inner.list(),
+      get: (p) => inner.get(p),
+      findByEnv: (name, value, listName) => inner.findByEnv(name, value, listName),
+      births: () => inner.births(),
+      sweep: async (query: EnvQuery): Promise<Sweep> => {
+        const sweep = await inner.sweep(query);
+        if (hidden <= 0 || !sweep.holders.has(pid)) return sweep;
+        hidden--;
+        const holders = new Set([...sweep.holders].filter((p) => p !== pid));
+        return { ...sweep, holders, unsettled: (sweep.unsettled ?? 0) + 1 };
+      },
+    };
+    const report = await reap({ stateDir, table });
+    expect(report.runs.map((r) => r.action)).toEqual(['reaped']);
+    expect(report.runs[0]?.members.map((m) => m.pid)).toEqual([pid]);
+    await waitFor(() => !alive(pid), { what: 'holder gone' });
+    expect(hidden).toBe(0);
   });
 });

@@ -11,17 +11,9 @@ import {
   type Sweep,
   stillAlive,
 } from '../tree/index.js';
+import { type ScanOutcome, scanUntilSure } from './confirm-empty.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
-/** Extra scans before an empty tree is believed, when processes keep vanishing mid-scan. */
-const CONFIRM_SCANS = 3;
-/**
- * How long an empty tree waits for processes caught between two execs (their environment, so
- * their cookie, unreadable) to finish the exec: one the loaded machine keeps off the CPU for a few
- * scheduler slices is then readable; one that takes longer is named in the notes.
- */
-const SETTLE_MS = 100;
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Who belongs to a run's tree, from one process-table snapshot: the members of its process group
@@ -34,8 +26,6 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export class TreeMembership {
   private root: ProcessInfo | null = null;
   private readonly known = new Map<string, ProcessInfo>();
-  private vanished = 0;
-  private unsettled = 0;
   /**
    * What a look proved the tree to be: while the table's birth count still reads `births`, no
    * process has been born since, and nothing but a birth makes a process a member (a group or
@@ -106,34 +96,7 @@ export class TreeMembership {
     if (this.nothingToFind()) return [];
     const proven = await this.proven();
     if (proven) return proven;
-    let members = await this.scanOnce(onHolder);
-    // "Nothing left" is only believed from a scan that saw no process vanish mid-read: a member
-    // that forks and exits between our directory read and its stat read leaves a child we did not
-    // list (pid numbers wrap, so a new child is not always listed later). One that saw none
-    // vanish read every process alive at its listing, so every parent of anything born since: it
-    // needs no second opinion. A table that cannot tell (ps) always gets one.
-    const unsure = () => this.vanished > 0 || !this.table.sweep;
-    for (let i = 0; members.length === 0 && unsure() && i < CONFIRM_SCANS; i++) {
-      members = await this.scanOnce(onHolder);
-      if (this.vanished === 0) break;
-    }
-    // A process between two execs shows no environment: if it holds the cookie and nothing else
-    // ties it to the run (re-parented, its own session), only a read after its exec can tell.
-    const settleBy = Date.now() + SETTLE_MS;
-    while (members.length === 0 && this.unsettled > 0 && Date.now() < settleBy) {
-      await pause(1);
-      members = await this.scanOnce(onHolder);
-    }
-    if (members.length === 0 && this.unsettled > 0) {
-      const text = `a process stayed between two execs (its environment unreadable) for ${SETTLE_MS} ms: that nothing of the tree is left could not be confirmed`;
-      if (!this.notes.includes(text)) this.notes.push(text);
-    }
-    if (members.length === 0 && this.vanished > 0) {
-      const text =
-        'processes kept vanishing mid-scan faster than they could be read: that nothing of the tree is left could not be confirmed';
-      if (!this.notes.includes(text)) this.notes.push(text);
-    }
-    return members;
+    return scanUntilSure(() => this.scanOnce(onHolder), this.table.sweep !== undefined, this.notes);
   }
 
   /**
@@ -155,7 +118,7 @@ export class TreeMembership {
     return this.table.births?.() === proof.births ? alive : null;
   }
 
-  private async scanOnce(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
+  private async scanOnce(onHolder?: (holder: ProcessInfo) => void): Promise<ScanOutcome> {
     const {
       processes: list,
       holders,
@@ -164,8 +127,6 @@ export class TreeMembership {
       births = null,
     } = await this.snapshot(onHolder);
     this.guard.refreshFrom(list);
-    this.vanished = vanished;
-    this.unsettled = unsettled;
     const index = indexOf(list);
     const { byPid } = index;
     const members = new Map<string, ProcessInfo>();
@@ -196,7 +157,7 @@ export class TreeMembership {
     // Only a sweep that read every process it listed proves anything.
     const proves = this.countMoves && births !== null && vanished === 0 && unsettled === 0;
     this.proof = proves ? { births, members: found } : null;
-    return found;
+    return { members: found, vanished, unsettled };
   }
 
   /**

@@ -1,4 +1,10 @@
-import { holdsUnidentified, isUnidentifiedMember, unidentifiedMember } from '../containment/index.js';
+import {
+  holdsUnidentified,
+  isUnidentifiedMember,
+  type ScanOutcome,
+  scanUntilSure,
+  unidentifiedMember,
+} from '../containment/index.js';
 import type { Deliverer, Guard, KillTarget } from '../kill/index.js';
 import { COOKIE_NAME, OUTER_COOKIES_NAME } from '../options/index.js';
 import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
@@ -39,7 +45,11 @@ export class OrphanTarget implements KillTarget {
 
   async members(): Promise<ProcessInfo[]> {
     await this.guard.refresh(this.table);
-    const { processes: list, holders } = await this.snapshot();
+    return scanUntilSure(() => this.scanOnce(), this.table.sweep !== undefined, this.extraNotes);
+  }
+
+  private async scanOnce(): Promise<ScanOutcome> {
+    const { processes: list, holders, vanished, unsettled = 0 } = await this.snapshot();
     const byPid = new Map(list.map((p) => [p.pid, p]));
     const inCgroup = new Set(this.cgroup?.pids() ?? []);
     const found = new Map<string, ProcessInfo>();
@@ -80,7 +90,7 @@ export class OrphanTarget implements KillTarget {
         found.set(key(stand), stand);
       }
     }
-    return [...found.values()];
+    return { members: [...found.values()], vanished, unsettled };
   }
 
   /**
