@@ -281,11 +281,21 @@ describe.skipIf(!python)('a process whose main thread exited while another runs 
     const sup = new Supervisor({ journal: false });
     const result = await sup.spawn({
       containment: 'process-group',
+      timeoutMs: 20_000, // python never got there: the reason then says so
       env: { OUT: dir },
-      argv: ['sh', '-c', 'setsid python3 -c "$0" & sleep 1', script],
+      // The run ends once the escapee's main thread has exited: not after a fixed time, which a
+      // loaded machine spent starting python (here a pyenv shim: bash scripts, found as leftovers).
+      argv: [
+        'sh',
+        '-c',
+        `setsid python3 -c "$0" &
+         until [ -s "$OUT/zl.pid" ] && grep -q ') Z' "/proc/$(cat "$OUT/zl.pid")/stat"; do sleep 0.02; done`,
+        script,
+      ],
     }).result;
     const pid = readPids(dir).get('zl') as number;
     leaks.track(pid);
+    expect(result.reason).toBe('exit');
     expect(result.tree.leftovers).toBe(1);
     await waitFor(() => !alive(pid), { what: 'the escapee ended with the run' });
   });
