@@ -431,3 +431,36 @@ describe('limits said up front', () => {
     );
   });
 });
+
+describe('a host out of file descriptors', () => {
+  // Under `ulimit -n`, with every descriptor taken but three: the spawn fails (EMFILE), the
+  // result says so, and the host goes on (a failed spawn's streams are undefined, not null: a
+  // check for null made the host die of an unhandled rejection after the result).
+  for (const pty of [false, true]) {
+    it(`a spawn that fails with EMFILE is a spawn-error result; the host lives on${pty ? ' (PTY)' : ''}`, async () => {
+      const library = join(import.meta.dirname, '..', 'dist', 'index.js');
+      const script = `
+        import { openSync, closeSync } from 'node:fs';
+        const { run } = await import(process.argv[1]);
+        const held = [];
+        try { for (;;) held.push(openSync('/dev/null', 'r')); } catch {}
+        for (const fd of held.splice(-${pty ? 1 : 3})) closeSync(fd);
+        const result = await run({ argv: ['true'], mode: '${pty ? 'pty' : 'child'}' }).result;
+        await new Promise((r) => setTimeout(r, 200));
+        console.log(result.reason, result.error?.code ?? '');`;
+      const r = await exec(
+        '/bin/sh',
+        [
+          '-c',
+          'ulimit -n 64 && exec "$0" --input-type=module -e "$1" "$2"',
+          process.execPath,
+          script,
+          library,
+        ],
+        { encoding: 'utf8', timeout: 30_000 },
+      ).catch((error: { code: number; stdout: string; stderr: string }) => error);
+      expect('code' in r ? r.code : 0, r.stderr).toBe(0);
+      expect(r.stdout.trim()).toMatch(/^spawn-error \S+$/);
+    });
+  }
+});

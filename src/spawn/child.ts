@@ -41,7 +41,8 @@ export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: La
     events.exited(code, signal);
   });
 
-  const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
+  // A spawn that failed (EMFILE, EAGAIN) leaves them undefined, not null.
+  const streams = [child.stdout, child.stderr].filter((s): s is Readable => s != null);
   if (child.stdout) readPaced(child.stdout, 'stdout', events);
   if (child.stderr) readPaced(child.stderr, 'stderr', events);
   const outputDone = Promise.all(
