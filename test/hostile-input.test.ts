@@ -447,7 +447,7 @@ describe('a host out of file descriptors', () => {
         for (const fd of held.splice(-${pty ? 1 : 3})) closeSync(fd);
         const result = await run({ argv: ['true'], mode: '${pty ? 'pty' : 'child'}' }).result;
         await new Promise((r) => setTimeout(r, 200));
-        console.log(result.reason, result.error?.code ?? '');`;
+        console.log(JSON.stringify({ reason: result.reason, ...result.error }));`;
       const r = await exec(
         '/bin/sh',
         [
@@ -460,7 +460,9 @@ describe('a host out of file descriptors', () => {
         { encoding: 'utf8', timeout: 30_000 },
       ).catch((error: { code: number; stdout: string; stderr: string }) => error);
       expect('code' in r ? r.code : 0, r.stderr).toBe(0);
-      expect(r.stdout.trim()).toMatch(/^spawn-error \S+$/);
+      const said = JSON.parse(r.stdout);
+      expect(said.reason).toBe('spawn-error');
+      expect(said.message).toMatch(/^true: could not be started: .*[^.]\.$/);
     });
   }
 });

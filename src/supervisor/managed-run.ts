@@ -545,7 +545,9 @@ function spawnMessage(command: string, error: NodeJS.ErrnoException): string {
     default: {
       // Node's message is `spawn ENOTDIR`; libuv's text for the code says what it means.
       const text = error.errno === undefined ? undefined : util().getSystemErrorMap().get(error.errno)?.[1];
-      return `${command}: could not be started: ${text ? `${text} (${error.code})` : error.message}.`;
+      // node-pty's own messages end with a full stop ("forkpty(3) failed.").
+      const why = text ? `${text} (${error.code})` : error.message.replace(/\.$/, '');
+      return `${command}: could not be started: ${why}.`;
     }
   }
 }
