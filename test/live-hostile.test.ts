@@ -95,6 +95,66 @@ describe("item 2: a throwing 'line' listener", () => {
   });
 });
 
+describe('async listeners and removed listeners', () => {
+  it("an async 'line' listener that rejects is an error event, never an unhandled rejection", async () => {
+    const { pool: p } = pool();
+    const session = await p.acquire(
+      'k',
+      nodeSpec(`process.stdout.write('{"n":1}\\nNOT JSON\\n{"n":2}\\n'); process.stdin.resume();`),
+    );
+    leaks.track(session.pid);
+    const seen: number[] = [];
+    // The README's listener, written as async: its rejection used to end the host.
+    session.on('line', async (line) => {
+      seen.push((JSON.parse(line) as { n: number }).n);
+    });
+    const errors = errorsOf(session);
+    await new Promise<void>((resolve) => session.on('line', (line) => line === '{"n":2}' && resolve()));
+    await new Promise((r) => setImmediate(r));
+    expect(seen).toEqual([1, 2]);
+    expect(errors.map((e) => e.code)).toEqual(['LISTENER_THREW']);
+    expect(errors[0]?.message).toContain("'line' listener returned a promise that rejected");
+    await p.shutdown();
+  });
+
+  it('an async pool listener that rejects is a process warning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const { pool: p } = pool();
+      p.on('turn-start', async () => {
+        throw new Error('pool listener');
+      });
+      const session = await p.acquire('k', { argv: ['cat'] });
+      leaks.track(session.pid);
+      session.beginTurn().end();
+      await new Promise((r) => setTimeout(r, 20));
+      await p.shutdown();
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.map((w) => (w as ProcwardenError).code)).toEqual(['LISTENER_THREW']);
+    expect(warnings[0]?.message).toContain("'turn-start' listener returned a promise that rejected");
+  });
+
+  it("a session's removeAllListeners() leaves the pool's bookkeeping whole: a closed session frees its slot", async () => {
+    const { pool: p } = pool({ maxSessions: 1 });
+    const closedEvents: string[] = [];
+    p.on('closed', (event) => closedEvents.push(event.sessionId));
+    const first = await p.acquire('a', { argv: ['cat'] });
+    leaks.track(first.pid);
+    first.removeAllListeners();
+    await first.close('abort');
+    expect(p.size).toBe(0);
+    expect(closedEvents).toEqual([first.id]);
+    const second = await p.acquire('b', { argv: ['cat'] });
+    leaks.track(second.pid);
+    expect(second.state).toBe('open');
+    await p.shutdown();
+  });
+});
+
 describe('item 3: a listener throwing on the last line at exit', () => {
   const spec = nodeSpec(`process.stdout.write('{"n":1}\\nNOT JSON');`);
 

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { type Clock, realClock } from '../clock.js';
-import { ProcwardenError } from '../errors.js';
+import { describeThrown, ProcwardenError } from '../errors.js';
 import { getDefaultSupervisor, type Supervisor } from '../supervisor/index.js';
 import type { RunSpec } from '../types.js';
 import { specFingerprint } from './fingerprint.js';
@@ -53,11 +53,22 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
   private shutDown = false;
 
   constructor(options?: LivePoolOptions) {
-    super();
+    // An `async` listener's rejection comes to the method below, not to the host as unhandled.
+    super({ captureRejections: true });
     this.options = checkPoolOptions(options);
     this.supervisor = this.options.supervisor ?? getDefaultSupervisor();
     this.clock = this.options.clock ?? realClock;
     this.maxSessions = this.options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  }
+
+  [Symbol.for('nodejs.rejection')](error: unknown, event: string): void {
+    process.emitWarning(
+      new ProcwardenError(
+        'LISTENER_THREW',
+        `live session pool: a '${event}' listener returned a promise that rejected (${describeThrown(error)}); the pool carries on.`,
+        { cause: error },
+      ),
+    );
   }
 
   /** Sessions held (open, draining or closing). */
@@ -190,17 +201,19 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       maxDrainMs: options.maxDrainMs ?? this.options.maxDrainMs ?? DEFAULT_MAX_DRAIN_MS,
       closeOnRunEnd: options.closeOnRunEnd ?? this.options.closeOnRunEnd ?? false,
       maxLineChars: options.maxLineChars ?? this.options.maxLineChars ?? DEFAULT_MAX_LINE_CHARS,
+      observer: (session, name, event) => this.observe(session, name, event),
     });
     this.byKey.set(key, session);
     this.touch(session);
-    for (const name of FORWARDED) {
-      session.on(name, (event: LiveSessionEvents[typeof name][0]) => {
-        if (name === 'closed') this.forget(session);
-        else if (name === 'turn-start' || name === 'turn-end') this.touch(session);
-        (this.emit as (name: string, event: unknown) => boolean)(name, event);
-      });
-    }
     return session;
+  }
+
+  /** A session's event, before its own listeners hear it (see SessionInit.observer). */
+  private observe(session: LiveSession, name: keyof LiveSessionEvents, event: unknown): void {
+    if (!FORWARDED.includes(name as (typeof FORWARDED)[number])) return;
+    if (name === 'closed') this.forget(session);
+    else if (name === 'turn-start' || name === 'turn-end') this.touch(session);
+    (this.emit as (name: string, event: unknown) => boolean)(name, event);
   }
 
   private forget(session: LiveSession): void {

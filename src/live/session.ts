@@ -39,6 +39,11 @@ export interface SessionInit {
   maxDrainMs: number;
   closeOnRunEnd: boolean;
   maxLineChars: number;
+  /**
+   * Told of every event before the listeners are: the pool's own bookkeeping, which a caller's
+   * `removeAllListeners()` must not be able to remove.
+   */
+  observer?: (session: LiveSession, name: keyof LiveSessionEvents, event: unknown) => void;
 }
 
 /**
@@ -67,12 +72,14 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
   private turnCount = 0;
   private lastOutputTick: number;
   private ending: (ClosePlan & { liveChildren: number }) | undefined;
+  private readonly observer: SessionInit['observer'];
 
   constructor(init: SessionInit) {
     super();
     this.key = init.key;
     this.id = init.id;
     this.fingerprint = init.fingerprint;
+    this.observer = init.observer;
     this.clock = init.clock;
     this.settings = {
       idleTimeoutMs: init.idleTimeoutMs,
@@ -307,12 +314,24 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
    * threw is reported as an 'error' event.
    */
   private notify<K extends keyof LiveSessionEvents>(name: K, ...args: LiveSessionEvents[K]): void {
-    for (const listener of this.rawListeners(name)) {
-      try {
-        (listener as (...a: unknown[]) => unknown).apply(this, args);
-      } catch (error) {
-        this.reportError(name, error);
+    if (this.observer) this.call(this.observer, [this, name, args[0]], name);
+    for (const listener of this.rawListeners(name)) this.call(listener, args, name);
+  }
+
+  /**
+   * One listener, on its own: what it throws, or what the promise it returns rejects with (an
+   * `async` listener, whose rejection would otherwise end the host as unhandled), is reported.
+   */
+  private call(listener: unknown, args: unknown[], event: string): void {
+    const failed = (how: string) => (error: unknown) => this.reportError(event, error, how);
+    try {
+      const returned = (listener as (...a: unknown[]) => unknown).apply(this, args);
+      if (returned !== null && typeof returned === 'object' && 'then' in returned) {
+        const then = returned.then;
+        if (typeof then === 'function') then.call(returned, undefined, failed('rejected'));
       }
+    } catch (error) {
+      failed('threw')(error);
     }
   }
 
@@ -321,10 +340,10 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
    * throw into the output path (and crash the host from the flush at exit), so the error becomes a
    * process warning instead: visible on stderr, never fatal.
    */
-  private reportError(event: string, error: unknown): void {
+  private reportError(event: string, error: unknown, how = 'threw'): void {
     const failure = new ProcwardenError(
       'LISTENER_THREW',
-      `live session ${this.id}: a '${event}' listener threw (${describeThrown(error)}); the session carries on and no other listener or line was affected.`,
+      `live session ${this.id}: a '${event}' listener ${how === 'threw' ? 'threw' : 'returned a promise that rejected'} (${describeThrown(error)}); the session carries on and no other listener or line was affected.`,
       { cause: error },
     );
     const listeners = event === 'error' ? [] : this.rawListeners('error');
@@ -332,13 +351,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       process.emitWarning(failure);
       return;
     }
-    for (const listener of listeners) {
-      try {
-        (listener as (e: ProcwardenError) => unknown).call(this, failure);
-      } catch (inner) {
-        this.reportError('error', inner);
-      }
-    }
+    for (const listener of listeners) this.call(listener, [failure], 'error');
   }
 
   /** The run ended: because we closed it, or on its own (it exited, crashed, or was cancelled elsewhere). */
