@@ -68,6 +68,32 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
     }
   });
 
+  it('a window of 0 x 0 (at the start, then resized to it): the default size, then the last real one', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const t = inTmux(
+      dir,
+      `stty cols 0 rows 0; ${process.execPath} ${CLI} run --pty -- ${fixture('pty-interactive.sh')} ${dir}`,
+    );
+    try {
+      await t.shows('ready');
+      expect(t.screen()).toContain('size=30 120 tty=yes'); // the default terminal size
+      t.tmux('resize-window', '-t', 'pw', '-x', '90', '-y', '20');
+      t.tmux('send-keys', '-t', 'pw', 'size', 'Enter');
+      await t.shows('size=20 90');
+      // What `stty` on the terminal does from outside: procwarden gets SIGWINCH, and a window of
+      // 0 x 0, which no terminal can take (it used to end procwarden with an uncaught error).
+      const tty = t.tmux('display-message', '-p', '-t', 'pw', '#{pane_tty}').trim();
+      expect(spawnSync('stty', ['-F', tty, 'cols', '0', 'rows', '0']).status).toBe(0);
+      t.tmux('send-keys', '-t', 'pw', 'size', 'Enter');
+      // The command's terminal kept the last real size (it says so a second time).
+      await waitFor(() => t.screen().split('size=20 90').length === 3, { what: 'the size again' });
+      t.tmux('send-keys', '-t', 'pw', 'quit', 'Enter');
+      expect(await t.status()).toBe(5);
+    } finally {
+      t.close();
+    }
+  });
+
   it('SIGTERM to procwarden: the command is stopped, status 143, the terminal is restored', async () => {
     const dir = leaks.trackDir(makeTmp());
     const t = inTmux(dir, `${process.execPath} ${CLI} run --pty -- ${fixture('pty-interactive.sh')} ${dir}`);

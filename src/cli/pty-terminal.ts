@@ -1,3 +1,4 @@
+import { MAX_PTY_CELLS } from '../options/index.js';
 import type { PtyOptions, RunHandle } from '../types.js';
 
 /** How `procwarden run --pty` connects procwarden's own stdin and window to the command's terminal. */
@@ -17,7 +18,7 @@ export interface PtyConnection {
 export function connectPty(): PtyConnection {
   const stdin = process.stdin;
   const window = process.stdout.isTTY ? process.stdout : null;
-  const size = window ? { cols: window.columns, rows: window.rows } : {};
+  const size = sizeOf(window) ?? {};
   const term = stdin.isTTY && process.env.TERM ? { term: process.env.TERM } : {};
   return {
     pty: { ...size, ...term },
@@ -25,7 +26,13 @@ export function connectPty(): PtyConnection {
       const typed = (chunk: Buffer) => handle.stdin?.write(chunk);
       const ended = () => handle.stdin?.end();
       const resized = () => {
-        if (window) handle.resize(window.columns, window.rows);
+        const now = sizeOf(window);
+        if (!now) return;
+        try {
+          handle.resize(now.cols, now.rows);
+        } catch {
+          // The command's terminal is gone (the run ended): there is nothing left to resize.
+        }
       };
       // Raw mode outlives us unless undone: 'exit' also runs after an uncaught exception and
       // process.exit(); a stop signal ends the run, whose end calls detach().
@@ -57,4 +64,15 @@ export function connectPty(): PtyConnection {
       };
     },
   };
+}
+
+/**
+ * Our window's size, when it has one a terminal can take: a terminal that reports 0 x 0 (a serial
+ * console, some `docker exec -t` and `script` set-ups, or `stty cols 0 rows 0`) has no size to
+ * pass on, and the command's terminal keeps its own (the default at the start).
+ */
+function sizeOf(window: NodeJS.WriteStream | null): { cols: number; rows: number } | null {
+  if (!window) return null;
+  const fits = (n: number) => Number.isInteger(n) && n >= 1 && n <= MAX_PTY_CELLS;
+  return fits(window.columns) && fits(window.rows) ? { cols: window.columns, rows: window.rows } : null;
 }

@@ -7,6 +7,7 @@ export {
   DEFAULT_GRACE_MS,
   DEFAULT_MAX_BYTES,
   elements,
+  MAX_PTY_CELLS,
   type NormalSpec,
   normalizeSpec,
   OUTER_COOKIES_NAME,

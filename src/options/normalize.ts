@@ -271,10 +271,14 @@ function normalizeOutput(output: OutputOptions | undefined) {
   };
 }
 
-/** A terminal dimension: a whole number of cells, 1 to 10000. */
+/** The widest and tallest terminal a run may ask for, in cells. */
+export const MAX_PTY_CELLS = 10_000;
+
+/** A terminal dimension: a whole number of cells, 1 to MAX_PTY_CELLS. */
 export function checkPtyCells(value: unknown, what: string): number {
-  if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= 10_000) return value;
-  throw invalid(`${what} must be a whole number of cells between 1 and 10000.`, 'INVALID_OPTION');
+  if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= MAX_PTY_CELLS)
+    return value;
+  throw invalid(`${what} must be a whole number of cells between 1 and ${MAX_PTY_CELLS}.`, 'INVALID_OPTION');
 }
 
 function normalizePty(pty: PtyOptions | undefined, env: Record<string, string>): Required<PtyOptions> {
