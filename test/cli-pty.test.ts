@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI, startCli } from './helpers/cli.js';
-import { exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 // `procwarden run --pty` end to end: from a real terminal (tmux, when installed) and from a pipe.
 
@@ -93,6 +93,34 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
       t.close();
     }
   });
+
+  for (const pty of [false, true]) {
+    it(`SIGHUP after the terminal hung up${pty ? ' (--pty)' : ''}: the command is stopped, status 129, no crash`, async () => {
+      const dir = leaks.trackDir(makeTmp());
+      // The shell ignores SIGHUP so that it outlives its terminal and records procwarden's status.
+      const t = inTmux(
+        dir,
+        `trap '' HUP; ${process.execPath} ${CLI} run${pty ? ' --pty' : ''} -- ${fixture('pty-interactive.sh')} ${dir} 2> ${dir}/stderr`,
+      );
+      let closed = false;
+      try {
+        await t.shows('ready');
+        const cli = readPids(dir).get('cli') as number;
+        const main = readPids(dir).get('main') as number;
+        leaks.track(cli);
+        leaks.track(main);
+        t.close();
+        closed = true;
+        process.kill(cli, 'SIGHUP');
+        // Node's own exit used to fail restoring the gone terminal: an assertion, status 134.
+        expect(await t.status()).toBe(129);
+        expect(readFileSync(join(dir, 'stderr'), 'utf8')).not.toContain('Assertion');
+        await waitFor(() => !alive(main), { what: 'the command gone' });
+      } finally {
+        if (!closed) t.close();
+      }
+    });
+  }
 
   it('SIGTERM to procwarden: the command is stopped, status 143, the terminal is restored', async () => {
     const dir = leaks.trackDir(makeTmp());
