@@ -211,6 +211,17 @@ describe('the idle timeout: option, environment, default', () => {
     }
   });
 
+  it('a value that is not a string (env given as an object) is a warning too, not a TypeError', async () => {
+    const env = { PROCWARDEN_LIVE_IDLE_TIMEOUT_MS: 5 } as unknown as Record<string, string>;
+    const { pool: p, clock, warnings } = pool({ env });
+    const { session } = await idleAfter(p, clock);
+    expect(warnings.map((w) => w.code)).toEqual(['INVALID_ENV']);
+    expect(warnings[0]?.message).toContain('PROCWARDEN_LIVE_IDLE_TIMEOUT_MS=5 is not');
+    clock.advance(10 * MIN);
+    expect((await session.closed).reason).toBe('idle');
+    await p.shutdown();
+  });
+
   it('an invalid value is reported once (a warning event) and the default is used', async () => {
     const { pool: p, clock, warnings } = pool({ env: { PROCWARDEN_LIVE_IDLE_TIMEOUT_MS: '10m' } });
     const first = await idleAfter(p, clock);

@@ -1,3 +1,4 @@
+import { showValue } from '../errors.js';
 import type { WarningEvent } from './types.js';
 
 export const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
@@ -12,14 +13,18 @@ export function idleTimeoutFromEnv(env: Record<string, string | undefined>): {
   idleTimeoutMs: number;
   warning?: WarningEvent;
 } {
-  const raw = env[IDLE_TIMEOUT_ENV]?.trim();
-  if (raw === undefined || raw === '') return { idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS };
-  if (/^\d+$/.test(raw) && Number.isSafeInteger(Number(raw))) return { idleTimeoutMs: Number(raw) };
+  // Only a string is an environment value: anything else (a number in an object passed as `env`)
+  // is as unusable as a word, and reported the same way.
+  const value: unknown = env[IDLE_TIMEOUT_ENV];
+  const raw = typeof value === 'string' ? value.trim() : null;
+  if (value === undefined || raw === '') return { idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS };
+  if (raw !== null && /^\d+$/.test(raw) && Number.isSafeInteger(Number(raw)))
+    return { idleTimeoutMs: Number(raw) };
   return {
     idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS,
     warning: {
       code: 'INVALID_ENV',
-      message: `${IDLE_TIMEOUT_ENV}=${JSON.stringify(env[IDLE_TIMEOUT_ENV])} is not a whole number of milliseconds; using the default idle timeout of ${DEFAULT_IDLE_TIMEOUT_MS} ms. Set it to e.g. 600000, or 0 to disable the idle close.`,
+      message: `${IDLE_TIMEOUT_ENV}=${showValue(value)} is not a whole number of milliseconds; using the default idle timeout of ${DEFAULT_IDLE_TIMEOUT_MS} ms. Set it to e.g. 600000, or 0 to disable the idle close.`,
     },
   };
 }
