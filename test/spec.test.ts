@@ -24,6 +24,8 @@ describe('bad specs throw a typed error before anything starts', () => {
   it.each([
     ['not an object', null, 'INVALID_SPEC'],
     ['an unknown field', { argv: ['true'], timeout: 5 }, 'INVALID_SPEC'],
+    ['an unknown output field', { argv: ['true'], output: { maxbytes: 5 } }, 'INVALID_SPEC'],
+    ['an unknown pty field', { argv: ['true'], mode: 'pty', pty: { colz: 5 } }, 'INVALID_SPEC'],
     ['no argv', {}, 'INVALID_ARGV'],
     ['empty argv', { argv: [] }, 'INVALID_ARGV'],
     ['a non-string argument', { argv: ['echo', 42] }, 'INVALID_ARGV'],
@@ -64,6 +66,9 @@ describe('bad specs throw a typed error before anything starts', () => {
   it('messages say what to do', () => {
     expect(() => sup.spawn({ argv: ['true'], killSignal: 'SIGNOPE' })).toThrow(/SIGTERM/);
     expect(() => sup.spawn({ argv: [] })).toThrow(/non-empty array/);
+    expect(() => sup.spawn({ argv: ['true'], output: { maxbytes: 5 } as never })).toThrow(
+      'unknown output field "maxbytes"; check its spelling (output takes maxBytes, onData, onBytes, file, inherit).',
+    );
   });
 
   it('signals are accepted by name, short name or number', async () => {

@@ -81,6 +81,19 @@ const KNOWN_KEYS = new Set<string>([
   'pty',
 ]);
 
+const OUTPUT_KEYS = ['maxBytes', 'onData', 'onBytes', 'file', 'inherit'];
+const PTY_KEYS = ['cols', 'rows', 'term'];
+
+/** A misspelt field of a nested option (`maxbytes`) is refused as one of the spec's own is. */
+function knownFields(value: object, known: readonly string[], what: string): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key))
+      throw invalid(
+        `unknown ${what} field ${JSON.stringify(key)}; check its spelling (${what} takes ${known.join(', ')}).`,
+      );
+  }
+}
+
 function invalid(message: string, code: 'INVALID_SPEC' | 'INVALID_ARGV' | 'INVALID_OPTION' = 'INVALID_SPEC') {
   return new ProcwardenError(code, message);
 }
@@ -238,6 +251,7 @@ function normalizeOutput(output: OutputOptions | undefined) {
   if (output !== undefined && (typeof output !== 'object' || output === null)) {
     throw invalid('output must be an object: { maxBytes?, onData?, file? }.', 'INVALID_OPTION');
   }
+  if (output) knownFields(output, OUTPUT_KEYS, 'output');
   const maxBytes = optionalByteCount(output?.maxBytes, 'output.maxBytes', DEFAULT_MAX_BYTES);
   // The captured text is one string: V8 makes none longer than 2^29 - 24 characters.
   if (maxBytes > MAX_CAPTURE_BYTES) {
@@ -285,6 +299,7 @@ function normalizePty(pty: PtyOptions | undefined, env: Record<string, string>):
   if (pty !== undefined && (typeof pty !== 'object' || pty === null)) {
     throw invalid('pty must be an object ({ cols, rows, term }).', 'INVALID_OPTION');
   }
+  if (pty) knownFields(pty, PTY_KEYS, 'pty');
   const size = (value: unknown, what: string, fallback: number) =>
     value === undefined ? fallback : checkPtyCells(value, what);
   const term: unknown = pty?.term;
