@@ -362,9 +362,12 @@ describe.skipIf(nobodySkip !== null)(
     });
 
     it('one that drops its privileges within the SIGKILL bound is killed then', async () => {
-      // Root's for 1 s (its `sleep 1` too), then nobody's: the SIGTERM is refused, a later SIGKILL is not.
+      // Root's until its parent is gone (its parent leaves on the SIGTERM of the round in which the
+      // child's own was refused), then nobody's: a later SIGKILL is not refused. Not after a fixed
+      // time: on a loaded machine the kill command itself took longer than that to start.
       const { dir, parent, child } = await mixedTree(
-        `sh -c 'sleep 1; exec setpriv ${NOBODY.join(' ')} sleep 30'`,
+        // (Dead is a zombie too: this test's process, blocked in spawnSync, reaps it only later.)
+        `sh -c 'until [ ! -e /proc/$PPID ] || grep -q "^State:.*Z" /proc/$PPID/status; do sleep 0.01; done; exec setpriv ${NOBODY.join(' ')} sleep 30'`,
       );
       const { status, report } = killAsNobody(dir, parent);
       expect(status).toBe(0);

@@ -32,7 +32,7 @@ describe('procwarden timeout SIGKILLed', () => {
     const dir = leaks.trackDir(makeTmp('pw-tk-'));
     const stateDir = leaks.trackDir(makeTmp('pw-tk-state-'));
     const script =
-      'echo $$ > "$1/main.pid"; trap \'echo usr1 > "$1/usr1.done"; exit 0\' USR1; while :; do sleep 0.05; done';
+      'trap \'echo usr1 > "$1/usr1.done"; exit 0\' USR1; echo $$ > "$1/main.pid"; while :; do sleep 0.05; done';
     const cli = startCli(['timeout', '-s', 'USR1', '25', 'bash', '-c', script, 'cmd', dir], {
       env: { PROCWARDEN_STATE_DIR: stateDir },
     });
@@ -55,7 +55,8 @@ describe('procwarden timeout without -k, SIGKILLed', () => {
     // wait, and the watchdog would live as long as the tree.
     const dir = leaks.trackDir(makeTmp('pw-tk-'));
     const stateDir = leaks.trackDir(makeTmp('pw-tk-state-'));
-    const script = 'echo $$ > "$1/main.pid"; trap "" TERM; while :; do sleep 0.05; done';
+    // The pid after the trap: the test kills the host once the pid file is there.
+    const script = 'trap "" TERM; echo $$ > "$1/main.pid"; while :; do sleep 0.05; done';
     const cli = startCli(['timeout', '40', 'bash', '-c', script, 'cmd', dir], {
       env: { PROCWARDEN_STATE_DIR: stateDir },
     });

@@ -171,7 +171,8 @@ describe('streaming output', () => {
     const seen: string[] = [];
     const r = await sup.spawn({
       argv: [fixture('trap-cleanup.sh'), dir],
-      timeoutMs: 300,
+      // Time for bash to set its TERM trap first, on a loaded machine too (termination.test.ts).
+      timeoutMs: 2500,
       output: { onData: (t) => seen.push(t) },
     }).result;
     expect(seen.join('')).toContain('cleanup done');

@@ -58,7 +58,9 @@ describe('late output on a terminal', () => {
         argv: [fixture('pty-late-output.sh'), dir],
         mode: 'pty',
         leftovers: 'keep',
-        drainMs: 1000,
+        // The drain ends when the job closes the terminal: a wide bound costs nothing, and a
+        // loaded machine may take a second to start the job's processes and write.
+        drainMs: 30_000,
         output: { onData: (chunk) => (text += chunk) },
       }),
     );

@@ -46,7 +46,10 @@ describe('terminateTree: a member that forks in its SIGTERM handler', () => {
     expect(report.notes).toContain(UNVERIFIED_LATE_FORKS);
     // The sleeper procwarden could not see is ended here, by its pid: it would outlive the test.
     const late = await waitFor(() => readPids(dir).get('late'), { what: 'the late fork' });
-    expect(readFileSync(`/proc/${late}/environ`, 'utf8')).toContain(`PW_DIR=${dir}`);
+    // Its pid is written right after the fork: it may still be on its way through `env -i` to sleep.
+    await waitFor(() => readFileSync(`/proc/${late}/environ`, 'utf8').includes(`PW_DIR=${dir}`), {
+      what: "the late fork's environment",
+    });
     process.kill(late, 'SIGKILL');
     await waitFor(() => !alive(late), { what: 'the late fork gone' });
   });

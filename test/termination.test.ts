@@ -153,12 +153,15 @@ describe.each(MODES)('containment %s', (containment) => {
     it('no-output timeout fires after the output stops, re-armed by every byte', async () => {
       const dir = leaks.trackDir(makeTmp());
       const t = Date.now();
-      const r = await sup.spawn({ argv: [fixture('silent.sh'), dir, '0.15', '4'], noOutputTimeoutMs: 400 })
+      // Ticks 300 ms apart, the timeout five times that: the gaps (a fork and exec of sleep each,
+      // and bash's start before the first) stay well inside it on a loaded machine, while all of
+      // the output takes longer than one timeout.
+      const r = await sup.spawn({ argv: [fixture('silent.sh'), dir, '0.3', '4'], noOutputTimeoutMs: 1500 })
         .result;
       expect(r.reason).toBe('no-output-timeout');
       expect(r.timedOut).toBe(true);
-      expect(r.stdout.text).toContain('tick 4');
-      expect(Date.now() - t).toBeGreaterThanOrEqual(3 * 150 + 400 - 50);
+      expect(r.stdout.text).toBe('tick 1\ntick 2\ntick 3\ntick 4\n');
+      expect(Date.now() - t).toBeGreaterThanOrEqual(3 * 300 + 1500 - 50);
     });
 
     it('AbortSignal aborts the run gracefully', async () => {
