@@ -437,7 +437,7 @@ describe('a host out of file descriptors', () => {
   // result says so, and the host goes on (a failed spawn's streams are undefined, not null: a
   // check for null made the host die of an unhandled rejection after the result).
   for (const pty of [false, true]) {
-    it(`a spawn that fails with EMFILE is a spawn-error result; the host lives on${pty ? ' (PTY)' : ''}`, async () => {
+    it(`a spawn that fails with EMFILE is a spawn-error result${pty ? ' (PTY), its message said once' : '; the host lives on'}`, async () => {
       const library = join(import.meta.dirname, '..', 'dist', 'index.js');
       const script = `
         import { openSync, closeSync } from 'node:fs';

@@ -154,8 +154,8 @@ describe.each(MODES)('containment %s', (containment) => {
       const dir = leaks.trackDir(makeTmp());
       const t = Date.now();
       // Ticks 300 ms apart, the timeout five times that: the gaps (a fork and exec of sleep each,
-      // and bash's start before the first) stay well inside it on a loaded machine, while all of
-      // the output takes longer than one timeout.
+      // and bash's start before the first) stay well inside it on a loaded machine. Fired at least
+      // a timeout after the last tick, so every tick re-armed it.
       const r = await sup.spawn({ argv: [fixture('silent.sh'), dir, '0.3', '4'], noOutputTimeoutMs: 1500 })
         .result;
       expect(r.reason).toBe('no-output-timeout');

@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import { UsageError } from './args.js';
 import { EXIT_FAILED, EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { MAIN_HELP } from './help.js';
+import { closeHungUpTerminalsAtExit } from './hung-up.js';
 import { packageVersion } from './version.js';
 import { writeNow } from './write-now.js';
 
@@ -68,6 +69,7 @@ async function main(): Promise<number> {
   const { prog, command, args } = resolve(process.argv.slice(2));
   try {
     if (!command) return topLevel(args);
+    closeHungUpTerminalsAtExit();
     // Before the command's code loads, so that its compiled code is kept between runs (a chunk of
     // its own: `--version` needs none of it).
     (await import('./code-cache.js')).cacheOwnCode();

@@ -5,7 +5,6 @@ import { Supervisor } from '../supervisor/index.js';
 import type { ContainmentMode, RunHandle, RunResult, RunSpec } from '../types.js';
 import { parseOptions, splitAtCommand, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
-import { dieOfAtExit } from './die-of.js';
 import { EXIT_FAILED } from './exit-codes.js';
 import { runStatus } from './exit-status.js';
 import { RUN_HELP } from './help.js';
@@ -190,9 +189,5 @@ export async function runCommand(args: string[]): Promise<number> {
     if (line) process.stderr.write(`${line}\n`);
   }
   writeJson?.(`${JSON.stringify(result, null, 2)}\n`);
-  // SIGHUP: our terminal has most likely hung up, and Node's own exit would then fail to restore
-  // its settings (an assertion in node::ResetStdio: status 134 and a core message). Dying of the
-  // signal skips that, and a shell sees 129 all the same.
-  if (received === 'SIGHUP') dieOfAtExit(received);
   return runStatus(result, received);
 }

@@ -212,7 +212,6 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   // timeout(1) dies of the signal its command died of, when it neither timed out nor was told to
   // stop (we then exit 128+N: see docs/cli.md).
   if (!timedOut && !received && result.exitSignal) dieOfAtExit(result.exitSignal);
-  if (received === 'SIGHUP') dieOfAtExit(received); // our terminal may be gone: see run.ts
   return timeoutStatus(result, received, values['preserve-status'] === true, timedOut);
 }
 

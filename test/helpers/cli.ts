@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -10,8 +9,6 @@ export const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'di
 export interface CliResult {
   status: number | null;
   signal: NodeJS.Signals | null;
-  /** What a shell's `$?` shows: the status, or 128+N for a death by signal N. */
-  shellStatus: number;
   stdout: Buffer;
   stderr: string;
   pid: number;
@@ -51,8 +48,7 @@ export function startCli(args: string[], options: CliOptions = {}) {
       ]);
       child.stdout?.destroy();
       child.stderr?.destroy();
-      const shellStatus = status ?? 128 + (signal ? constants.signals[signal] : 0);
-      resolve({ status, signal, shellStatus, stdout: Buffer.concat(out), stderr: err, pid: child.pid ?? 0 });
+      resolve({ status, signal, stdout: Buffer.concat(out), stderr: err, pid: child.pid ?? 0 });
     });
   });
   return { child, done, stderr: () => err, stdout: () => Buffer.concat(out).toString('utf8') };

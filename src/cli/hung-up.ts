@@ -1,0 +1,38 @@
+import { closeSync, fstatSync } from 'node:fs';
+import { tty } from '../lazy-builtins.js';
+
+/**
+ * As it exits, Node gives back the settings of every terminal among descriptors 0-2, and aborts
+ * when one of them has hung up meanwhile (its window closed): an assertion in node::ResetStdio,
+ * status 134 with a core message, in place of the status procwarden meant to exit with, whatever
+ * signal or none came first. Node 20 and 22 do it (nodejs/node#51519). A descriptor whose terminal
+ * has hung up is closed first, which Node then skips. Costs three fstat calls where no terminal is
+ * in use (pipes, files, /dev/null), which is what scripts and benchmarks run with.
+ */
+export function closeHungUpTerminalsAtExit(): void {
+  if (process.platform === 'win32') return;
+  const terminals = [0, 1, 2].filter(maybeTerminal);
+  if (terminals.length === 0) return;
+  process.on('exit', () => {
+    // A hung-up terminal answers EIO to the isatty(3) ioctl: no longer a terminal.
+    const { isatty } = tty();
+    for (const fd of terminals) {
+      if (isatty(fd)) continue;
+      try {
+        closeSync(fd);
+      } catch {
+        // closed already
+      }
+    }
+  });
+}
+
+/** A character device other than the memory devices (/dev/null, /dev/zero, /dev/full: major 1). */
+function maybeTerminal(fd: number): boolean {
+  try {
+    const st = fstatSync(fd);
+    return st.isCharacterDevice() && Math.floor(st.rdev / 256) % 4096 !== 1;
+  } catch {
+    return false;
+  }
+}
