@@ -114,8 +114,11 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
         const main = readPids(dir).get('main') as number;
         leaks.track(cli);
         leaks.track(main);
+        const server = Number(t.tmux('display-message', '-p', '#{pid}').trim());
         t.close();
         closed = true;
+        // The terminal has hung up once its server (the master's holder) is gone: only then.
+        await waitFor(() => !alive(server), { what: 'the tmux server gone' });
         if (status === 129) process.kill(cli, 'SIGHUP');
         else process.kill(main, 'SIGKILL');
         expect(await t.status()).toBe(status);
