@@ -50,6 +50,13 @@ describe('ps process table (macOS/BSD)', () => {
     expect(parsePs('garbage\n\n  12 x\n')).toEqual([]);
   });
 
+  it('a pid with two rows (a name with a newline forging a row of a stranger) is dropped, both rows', () => {
+    const forged =
+      '  400     1   400 Mon Nov 30 09:00:00 2026 Ss   launchd-helper\n' +
+      '50001 50000 50000 Mon Nov 30 10:00:00 2026 S    /tmp/x\n  400 50001 400 Mon Nov 30 09:00:00 2026 Ss y\n';
+    expect(parsePs(forged).map((r) => r.pid)).toEqual([50001]);
+  });
+
   it('a command named with many blanks is read at once, trailing blanks trimmed', () => {
     // Any process can name itself so; the old pattern took 3 s for this one row.
     const name = `a${' '.repeat(60_000)}b`;
@@ -356,6 +363,94 @@ describe('a table without a cookie search: when a scan can be known to find noth
     expect(counter.lists).toBeGreaterThanOrEqual(1);
     other.kill('SIGKILL');
     await waitFor(() => !alive(other.pid as number), { what: 'the sleeper gone' });
+  });
+});
+
+describe('a ps that answers in another form, or not at all (forced on Linux, with the real ps)', () => {
+  const leaks = new LeakGuard();
+  afterEach(() => leaks.check());
+
+  /** Three processes in one group: a shell and two sleepers; their pids once they run. */
+  async function held(sup: Supervisor, spec: { timeoutMs?: number } = {}) {
+    const dir = leaks.trackDir(makeTmp());
+    const handle = sup.spawn({
+      argv: [
+        'sh',
+        '-c',
+        'sleep 300 & echo $! > "$1/a.pid"; sleep 301 & echo $! > "$1/b.pid"; wait',
+        'sh',
+        dir,
+      ],
+      containment: 'process-group',
+      graceMs: 300,
+      ...spec,
+    });
+    leaks.track(handle.pid);
+    const pids = await waitFor(() => (readPids(dir).size === 2 ? [...readPids(dir).values()] : undefined), {
+      what: 'the sleepers',
+    });
+    for (const pid of pids) leaks.track(pid);
+    return { handle, all: [handle.pid as number, ...pids] };
+  }
+
+  it("macOS and BSD print lstart in the host's locale: ps is asked in C (and UTC), so the tree is found", async () => {
+    // What macOS ps prints under LANG=en_GB.UTF-8 (strftime %c): "Wed  2 Dec", not "Wed Dec  2".
+    const runner: CommandRunner = async (file, args, env) => {
+      const r = await execRunner(file, args, env);
+      if (env?.LC_ALL === 'C') return r;
+      return { ...r, stdout: r.stdout.replace(/(\w{3}) (\w{3}) +(\d{1,2}) /g, '$1 $3 $2 ') };
+    };
+    const sup = new Supervisor({ table: new PsTable(runner) });
+    leaks.trackCookie(sup.id);
+    const { handle, all } = await held(sup);
+    handle.cancel('test');
+    const r = await handle.result;
+    expect(r.tree.signalled).toBeGreaterThanOrEqual(3);
+    expect(r.tree.escaped).toBe(0);
+    for (const pid of all) expect(alive(pid), String(pid)).toBe(false);
+  });
+
+  it('a TZ changed while the run lives does not make its members look like other processes', async () => {
+    const sup = new Supervisor({ table: new PsTable() });
+    leaks.trackCookie(sup.id);
+    const before = process.env.TZ;
+    try {
+      const { handle, all } = await held(sup);
+      process.env.TZ = 'Asia/Kolkata'; // the real ps prints lstart in local time
+      handle.cancel('test');
+      const r = await handle.result;
+      expect(r.tree.signalled).toBeGreaterThanOrEqual(3);
+      for (const pid of all) expect(alive(pid), String(pid)).toBe(false);
+    } finally {
+      if (before === undefined) delete process.env.TZ;
+      else process.env.TZ = before;
+    }
+  });
+
+  it('output no row of which can be read is a failed read, not an empty table', async () => {
+    const { runner } = recorded(() => ({
+      code: 0,
+      stdout: '  PID  PPID  PGID STARTED\n  12 1 12 2.12.2026 S sh\n',
+    }));
+    await expect(new PsTable(runner).list()).rejects.toThrow(/no line of its output could be read/);
+  });
+
+  it('a ps that fails during the termination: the group and the command are still killed, and the result says so', async () => {
+    let failing = false;
+    const runner: CommandRunner = async (file, args, env) =>
+      failing
+        ? { code: 1, stdout: '', stderr: 'ps: sysctl: Cannot allocate memory' }
+        : execRunner(file, args, env);
+    const sup = new Supervisor({ table: new PsTable(runner) });
+    leaks.trackCookie(sup.id);
+    const { handle, all } = await held(sup);
+    failing = true;
+    handle.cancel('test');
+    const r = await handle.result;
+    expect(r.reason).toBe('cancelled');
+    expect(r.notes.join('\n')).toContain('the termination could not read the process table');
+    expect(r.notes.join('\n')).toContain('Cannot allocate memory');
+    for (const pid of all) await waitFor(() => !alive(pid), { what: `${pid} gone` });
   });
 });
 

@@ -293,10 +293,47 @@ export class ManagedRun implements RunHandle {
         },
       }),
     );
+    this.termination = this.termination.catch((error: unknown) => this.withoutTable(error, clock.now()));
     this.termination.then(
       () => this.settle(),
       () => this.settle(),
     );
+  }
+
+  /**
+   * The sequence failed: the process table could not be read (a ps that fails, hangs past its
+   * bound, or prints what cannot be parsed), so no member can be found or verified. What needs no
+   * table still ends the run: its process group while its leader is our child and not yet reaped
+   * (a group number is not handed on while its leader holds it), then the child itself through
+   * Node's handle. Members outside the group cannot be reached; those last seen are counted as
+   * escaped, and the note says why.
+   */
+  private withoutTable(error: unknown, startedAt: number): TerminateReport {
+    const { clock } = this.deps;
+    const pgid = this.pgid;
+    const notes = [
+      `the termination could not read the process table (${describeThrown(error)}): SIGKILL went to the run's process group and its command only; nothing else could be found or verified`,
+    ];
+    if (pgid !== null && !this.exit) {
+      try {
+        (this.deps.send ?? process.kill)(-pgid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    }
+    this.launched?.kill?.('SIGKILL');
+    const root = this.launched?.pid;
+    const others = this.hold.lastSeen().members.filter((m) => m.pid !== root);
+    return {
+      members: [],
+      signalled: 0,
+      killed: 0,
+      escaped: others.length,
+      escalated: true,
+      durationMs: Math.round(clock.now() - startedAt),
+      graceUsedMs: null,
+      notes,
+    };
   }
 
   private onOutput(stream: StreamName, chunk: Buffer): Promise<void> | undefined {
@@ -429,7 +466,17 @@ export class ManagedRun implements RunHandle {
   }
 
   private async handleLeftovers(): Promise<void> {
-    const members = await this.hold.members();
+    let members: ProcessInfo[];
+    try {
+      members = await this.hold.members();
+    } catch (error) {
+      // The command is gone and reaped: its group's number may be anyone's now, so nothing is
+      // signalled without a table to verify it by.
+      this.notes.push(
+        `the look for leftovers could not read the process table (${describeThrown(error)}): whether the command left processes behind is not known`,
+      );
+      return;
+    }
     this.leftovers = members.length;
     if (members.length > 0 && this.spec.leftovers === 'kill') this.beginTermination(this.spec.killSignal);
   }

@@ -81,17 +81,31 @@ export class PsTable implements ProcessTable {
   }
 
   private async read({ all, pids }: Batch): Promise<ProcessInfo[]> {
-    if (all) return parsePs(await this.run(['-A', '-o', FIELDS]));
     // ps exits 1 when a listed pid does not exist (some ps: when none does): the rows it printed
     // are still the answer, and no row means "no such process", not a failure.
-    return parsePs(await this.run(['-o', FIELDS, '-p', [...pids].join(',')], true));
+    const args = all ? ['-A', '-o', FIELDS] : ['-o', FIELDS, '-p', [...pids].join(',')];
+    const text = await this.run(args, !all);
+    const rows = parsePs(text);
+    // Lines, and not one of them a row: a ps whose output this parser cannot read (another
+    // format), not processes that are gone, which is what every member would otherwise look.
+    if (rows.length === 0 && text.trim() !== '') {
+      const first = JSON.stringify(text.trim().split('\n')[0]?.slice(0, 100));
+      throw this.unreadable(args, `no line of its output could be read, the first: ${first}`);
+    }
+    return rows;
   }
 
   private async run(args: string[], missingIsFine = false): Promise<string> {
-    const r = await this.runner(this.command, args);
+    // Dates in one form whatever the host's locale (macOS and BSD ps print lstart with the
+    // locale's strftime %c: "Wed  2 Dec" in en_GB) and one zone whatever TZ says now: the start
+    // time is a process's identity, and a row in another form would be no row at all.
+    const r = await this.runner(this.command, args, { ...process.env, LC_ALL: 'C', TZ: 'UTC0' });
     if (r.code === 0 || (missingIsFine && r.code === 1)) return r.stdout;
-    const why = r.error ? r.error.message : `exit code ${r.code}: ${r.stderr.trim()}`;
-    throw new ProcwardenError(
+    throw this.unreadable(args, r.error ? r.error.message : `exit code ${r.code}: ${r.stderr.trim()}`);
+  }
+
+  private unreadable(args: string[], why: string): ProcwardenError {
+    return new ProcwardenError(
       'UNSUPPORTED_PLATFORM',
       `the process table could not be read with '${this.command} ${args.join(' ')}' (${why}); procwarden needs a working ps on this platform.`,
     );
@@ -102,13 +116,21 @@ export class PsTable implements ProcessTable {
 const ROW =
   /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\w{3}\s+\w{3}\s+\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4})\s+(\S+)\s+(.*)$/;
 
-/** Parses the output of `ps -o pid=,ppid=,pgid=,lstart=,stat=,comm=`; lines it cannot read are skipped. */
+/**
+ * Parses the output of `ps -o pid=,ppid=,pgid=,lstart=,stat=,comm=`; lines it cannot read are
+ * skipped. A pid with two rows is dropped: a command name holding a newline can print a second,
+ * forged row (another process's pid and start time), and neither can then be told to be the real one.
+ */
 export function parsePs(text: string): ProcessInfo[] {
   const out: ProcessInfo[] = [];
+  const seen = new Set<number>();
+  const twice = new Set<number>();
   for (const line of text.split('\n')) {
     const m = ROW.exec(line);
     if (!m) continue;
     const [, pid, ppid, pgid, lstart, stat, comm] = m as unknown as [string, ...string[]];
+    if (seen.has(Number(pid))) twice.add(Number(pid));
+    seen.add(Number(pid));
     out.push({
       pid: Number(pid),
       ppid: Number(ppid),
@@ -121,5 +143,5 @@ export function parsePs(text: string): ProcessInfo[] {
       command: (comm ?? '').trimEnd(),
     });
   }
-  return out;
+  return twice.size === 0 ? out : out.filter((p) => !twice.has(p.pid));
 }
