@@ -7,8 +7,10 @@ const A = 41000; // cmd.exe
 const B = 42000; // Build Tool.exe, child of A
 const C = 43000; // worker.exe, child of B
 
-function host(recordingName = 'three-level.json') {
+/** A fake Windows host; its dead parents' links cut unless `dangling` (see withoutDanglingParents). */
+function host(recordingName = 'three-level.json', dangling = false) {
   const win = new FakeWindows(recordingName);
+  if (!dangling) win.withoutDanglingParents();
   const table = new WindowsTable({ runner: win.runner, env: {} });
   const end = (pid: number, graceMs = 150) => terminateTree(pid, { table, send: win.send, graceMs });
   return { win, table, end };
@@ -36,6 +38,21 @@ describe('Windows termination through recorded taskkill and PowerShell outputs',
     expect(win.sent).toEqual([]);
   });
 
+  it("a pid some process names as its dead parent is never walked with /T: an unrelated tree whose dead parent's pid a new member gets stays", async () => {
+    // As recorded: explorer.exe (3000) names the dead pid 2944 as its parent. Just before the
+    // force step, worker.exe (C) starts a child, and Windows gives it pid 2944.
+    const { win, end } = host('three-level.json', true);
+    win.beforeCall = (call) => {
+      if (call.args.includes('/F') && !win.alive(2944)) win.reuse(2944, 'helper.exe', C, Date.now());
+    };
+    const report = await end(A, 50);
+    expect(win.taskkillCalls().some((c) => c.includes('/T'))).toBe(false);
+    expect(win.alive(3000)).toBe(true);
+    expect(report.notes.join('\n')).toContain('a process names a dead pid as its parent');
+    for (const pid of [A, B, C]) expect(win.alive(pid)).toBe(false);
+    win.exit(2944);
+  });
+
   it('the middle process exits during the grace: its child is still forced, by its own pid', async () => {
     const { win, end } = host();
     // B has a window and closes on request; A and C are console processes that only /F ends.
@@ -45,10 +62,13 @@ describe('Windows termination through recorded taskkill and PowerShell outputs',
     expect(win.alive(A)).toBe(false);
     expect(win.alive(C)).toBe(false);
     const calls = win.taskkillCalls();
-    expect(calls[0]).toEqual(['/PID', String(A), '/T']);
-    // After the grace, C has no parent link left to A (Windows never re-parents): /T from A cannot reach it.
-    expect(calls).toContainEqual(['/PID', String(A), '/T', '/F']);
-    expect(calls).toContainEqual(['/PID', String(C), '/T', '/F']);
+    // After the grace, C names the dead B as its parent (Windows never re-parents): B's pid could
+    // be handed to a new process, so no /T is walked any more; A and C are forced by their own pids.
+    expect(calls).toEqual([
+      ['/PID', String(A), '/T'],
+      ['/PID', String(A), '/F'],
+      ['/PID', String(C), '/F'],
+    ]);
     expect(report.escalated).toBe(true);
     expect(outcome(report, C)).toBe('killed');
     expect(outcome(report, A)).toBe('killed');

@@ -11,7 +11,7 @@ const C = 43000;
 
 /** Stands in for node:child_process on Windows: the run's direct child is A of the recorded tree. */
 function windowsRun() {
-  const win = new FakeWindows('three-level.json');
+  const win = new FakeWindows('three-level.json').withoutDanglingParents();
   const table = new WindowsTable({ runner: win.runner, env: { SystemRoot: 'C:\\Windows' } });
   const childKills: (string | undefined)[] = [];
   let events: LaunchEvents | undefined;

@@ -190,13 +190,14 @@ export class WindowsTreeTarget {
       const subtree = [top, ...descendantsOf(snap.processes, [top.pid])];
       const covers = subtree.flatMap((p) => byPid.get(p.pid) ?? []);
       const unsafe = subtree.find((p) => snap.staleParents.has(p.pid) || this.guard.forbidsPid(p.pid));
-      if (!unsafe) {
+      if (!unsafe && !snap.danglingParents) {
         steps.push({ pid: top.pid, tree: true, covers });
         continue;
       }
       this.note(
-        `pid ${top.pid}: no /T (pid ${unsafe.pid} in its tree is named as parent by an unrelated older ` +
-          'process, or is protected); members signalled one by one',
+        unsafe
+          ? `pid ${top.pid}: no /T (pid ${unsafe.pid} in its tree is named as parent by an unrelated older process, or is protected); members signalled one by one`
+          : `pid ${top.pid}: no /T (a process names a dead pid as its parent, which a new member could be given); members signalled one by one`,
       );
       for (const m of covers) steps.push({ pid: m.pid, tree: false, covers: [m] });
     }

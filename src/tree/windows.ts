@@ -20,6 +20,12 @@ export interface WindowsSnapshot {
    * pids (taskkill /T) could reach a process that is not in the tree.
    */
   staleParents: Set<number>;
+  /**
+   * Whether some process names as its parent a pid that nobody holds (its parent died, and Windows
+   * never re-parents). Windows may hand that pid to a process born after this snapshot, a member
+   * of the tree among them: taskkill /T from above it would then walk on into the old orphan's tree.
+   */
+  danglingParents: boolean;
 }
 
 /**
@@ -52,6 +58,8 @@ export class WindowsTable implements ProcessTable {
     const rows = await this.query();
     const byPid = new Map(rows.map((r) => [r.pid, r]));
     const staleParents = new Set<number>();
+    // Pid 0 (the idle process) is its own parent, and System's; it is never handed out.
+    const danglingParents = rows.some((row) => row.ppid !== 0 && !byPid.has(row.ppid));
     const processes = rows.map((row) => {
       const parent = byPid.get(row.ppid);
       const stale =
@@ -59,7 +67,7 @@ export class WindowsTable implements ProcessTable {
       if (stale) staleParents.add(row.ppid);
       return toInfo(row, stale ? 0 : row.ppid);
     });
-    return { processes, staleParents };
+    return { processes, staleParents, danglingParents };
   }
 
   async get(pid: number): Promise<ProcessInfo | null> {

@@ -55,6 +55,16 @@ export class FakeWindows {
     if (this.rows.delete(pid)) this.onExit?.(pid);
   }
 
+  /**
+   * Cuts the parent links that name a pid nobody holds (a recorded host always has some: explorer
+   * names its dead parent). With one, procwarden never walks /T, since a new member could be given
+   * that pid; tests of the /T mechanics cut them first.
+   */
+  withoutDanglingParents(): this {
+    for (const row of this.rows.values()) if (!this.rows.has(row.ParentProcessId)) row.ParentProcessId = 0;
+    return this;
+  }
+
   /** Replaces whatever holds `pid` with an unrelated process started now. */
   reuse(pid: number, name: string, ppid: number, createdMs: number): void {
     this.rows.set(pid, {
