@@ -272,6 +272,13 @@ describe('taskkill exit codes mapped to report notes', () => {
       'taskkill /PID 7 /T: exit 255, only part of the tree was reached (Reason: This process can only be terminated forcefully (with /F option).)',
     ],
     [
+      255,
+      'ERFOLGREICH: Das Signal zum Beenden wurde an den Prozess mit der PID 7 (untergeordneter Prozess von PID 3) gesendet.\r\n',
+      'FEHLER: Der Prozess mit der PID 9 (untergeordneter Prozess von PID 7) konnte nicht beendet werden.\r\n',
+      'partial',
+      'taskkill /PID 7 /T: exit 255, only part of the tree was reached (FEHLER: Der Prozess mit der PID 9 (untergeordneter Prozess von PID 7) konnte nicht beendet werden.)',
+    ],
+    [
       5,
       '',
       'ERROR: Invalid argument/option\r\n',

@@ -98,10 +98,15 @@ export class Taskkill {
   }
 }
 
+/**
+ * The pids taskkill reports as reached: it writes a line per success on stdout (its errors go to
+ * stderr), in the display language ("SUCCESS: ... PID 42000, child of PID 41000", "ERFOLGREICH: ...
+ * mit der PID 42000 (untergeordneter Prozess von PID 41000)"): the first pid named on each line.
+ */
 function successPids(stdout: string): number[] {
   const out: number[] = [];
   for (const line of stdout.split(/\r?\n/)) {
-    const m = /^SUCCESS:.*?\bPID (\d+)/.exec(line.trim());
+    const m = /\bPID\s+(\d+)/.exec(line);
     if (m) out.push(Number(m[1]));
   }
   return out;
