@@ -190,6 +190,25 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
     `i=1; while [ $i -lt ${size} ]; do sleep 600 & i=$((i + 1)); done; wait`,
   ];
 
+  it('a tree that ignores SIGTERM for a 6 s grace costs a bounded number of calls, not one every 25 ms', async () => {
+    const { sup, counter } = counted();
+    const dir = leaks.trackDir(makeTmp());
+    const handle = sup.spawn({
+      argv: ['sh', '-c', 'trap "" TERM; sleep 300 & echo $! > "$1/s.pid"; wait', 'sh', dir],
+      containment: 'process-group',
+      graceMs: 6000,
+    });
+    leaks.track(handle.pid);
+    leaks.track(await waitFor(() => readPids(dir).get('s'), { what: 'the sleeper' }));
+    const before = counter.calls;
+    handle.cancel('test');
+    const r = await handle.result;
+    expect(r.tree.killed).toBe(2);
+    // Polls paced up to 250 ms where each is a launch: about 40 for the grace; at 25 ms it was 90
+    // here (and more where ps starts faster).
+    expect(counter.calls - before).toBeLessThan(65);
+  });
+
   it('spawn + wait costs a few calls, not one per ancestor of ours', async () => {
     const { sup, counter } = counted();
     const r = await sup.spawn({ argv: ['/bin/true'], containment: 'process-group' }).result;

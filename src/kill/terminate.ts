@@ -40,6 +40,7 @@ export interface TerminatePlan {
 }
 
 const MAX_POLL_MS = 25;
+const MAX_LAUNCH_POLL_MS = 250;
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 
 /**
@@ -185,9 +186,12 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
 
 /**
  * Poll pacing: a fraction of the time waited so far. A tree that takes t ms to die is seen gone
- * at about 1.15 t (doubling delays could report it at up to 2 t), and a long grace still costs few reads.
+ * at about 1.15 t (doubling delays could report it at up to 2 t), and a long grace still costs few
+ * reads. Where every read is a process launch (ps), polls are spaced up to MAX_LAUNCH_POLL_MS: a
+ * tree that ignores the signal for a 10 s grace cost 167 `ps` launches at 25 ms, back to back.
  */
-const pace = (elapsedMs: number) => Math.min(MAX_POLL_MS, Math.max(1, elapsedMs / 8));
+const pace = (elapsedMs: number, table: ProcessTable) =>
+  Math.min(table.batchesReads ? MAX_LAUNCH_POLL_MS : MAX_POLL_MS, Math.max(1, elapsedMs / 8));
 
 /** Polls the signalled members (cheap per-pid reads) until the grace ends; a full scan confirms extinction. */
 async function waitForGrace(
@@ -221,7 +225,7 @@ async function waitForGrace(
     // SIGKILL goes out on time to the known members still alive (per-pid reads); a full scan
     // here would delay it by a whole /proc sweep. killUntilGone's scans find any others.
     if (now >= deadline || plan.escalateNow?.()) return alive ?? aliveAmong(plan.table, known, from);
-    await sleep(plan.clock, Math.min(pace(now - t0), deadline - now));
+    await sleep(plan.clock, Math.min(pace(now - t0, plan.table), deadline - now));
   }
 }
 
@@ -266,7 +270,7 @@ async function killUntilGone(
     } else if (rounds++ > 0) {
       // Found alive by the last scan: paced as untilGone paces its reads.
       const now = plan.clock.now();
-      await sleep(plan.clock, Math.max(0, Math.min(pace(now - start), giveUpAt - now)));
+      await sleep(plan.clock, Math.max(0, Math.min(pace(now - start, plan.table), giveUpAt - now)));
     }
     members = await scan();
     // A re-forking tree seen empty once may only have been between two generations: a second
@@ -303,7 +307,7 @@ async function untilGone(
     from = await firstAlive(plan.table, members, from);
     const now = plan.clock.now();
     if (from === members.length || now >= until) return;
-    await sleep(plan.clock, Math.min(pace(now - start), until - now));
+    await sleep(plan.clock, Math.min(pace(now - start, plan.table), until - now));
   }
 }
 
