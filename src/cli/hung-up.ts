@@ -1,4 +1,4 @@
-import { closeSync, fstatSync } from 'node:fs';
+import { closeSync, fstatSync, statSync } from 'node:fs';
 import { tty } from '../lazy-builtins.js';
 
 /**
@@ -7,7 +7,8 @@ import { tty } from '../lazy-builtins.js';
  * status 134 with a core message, in place of the status procwarden meant to exit with, whatever
  * signal or none came first. Node 20 and 22 do it (nodejs/node#51519). A descriptor whose terminal
  * has hung up is closed first, which Node then skips. Costs three fstat calls where no terminal is
- * in use (pipes, files, /dev/null), which is what scripts and benchmarks run with.
+ * in use (pipes, files, /dev/null), which is what scripts and benchmarks run with; the check at
+ * exit (loading node:tty) only where one may be.
  */
 export function closeHungUpTerminalsAtExit(): void {
   if (process.platform === 'win32') return;
@@ -27,12 +28,27 @@ export function closeHungUpTerminalsAtExit(): void {
   });
 }
 
-/** A character device other than the memory devices (/dev/null, /dev/zero, /dev/full: major 1). */
+/**
+ * A character device other than /dev/null (what scripts and benchmarks give as stdin): compared by
+ * device number with /dev/null itself, since majors and their encoding differ between kernels.
+ */
 function maybeTerminal(fd: number): boolean {
   try {
     const st = fstatSync(fd);
-    return st.isCharacterDevice() && Math.floor(st.rdev / 256) % 4096 !== 1;
+    return st.isCharacterDevice() && st.rdev !== nullDevice();
   } catch {
     return false;
   }
+}
+
+let devNull: number | undefined;
+function nullDevice(): number {
+  if (devNull === undefined) {
+    try {
+      devNull = statSync('/dev/null').rdev;
+    } catch {
+      devNull = -1;
+    }
+  }
+  return devNull;
 }
