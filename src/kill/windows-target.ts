@@ -1,6 +1,5 @@
 import { descendantsOf, type ProcessInfo, SnapshotTable } from '../tree/index.js';
 import type { WindowsSnapshot, WindowsTable } from '../tree/windows.js';
-import { compareCreated } from '../tree/windows-cim.js';
 import { defaultSend, type SendSignal } from './deliver.js';
 import type { Guard } from './guard.js';
 import { Taskkill, type TaskkillResult } from './taskkill.js';
@@ -64,18 +63,7 @@ export class WindowsTreeTarget {
   /** Records the root by identity; `child` is the launcher's handle when procwarden started it. */
   async attach(pid: number, child?: ChildHandle): Promise<void> {
     this.child = child;
-    // Called as the spawn returns: the command was created by now. Windows hands a pid on as soon
-    // as the last handle to its process closes, and the read below starts PowerShell: a command
-    // that exited at once may have left its pid to a process created after now, not the run's.
-    const spawnedBy = new Date(Date.now() + 1).toISOString().replace('Z', '0000Z');
     const root = await this.table.get(pid);
-    if (root && (compareCreated(root.startTime, spawnedBy) ?? -1) > 0) {
-      this.note(
-        `pid ${pid} belonged to another process (created ${root.startTime}) by the time the command could be read: the command had exited, and nothing under that pid is signalled`,
-      );
-      this.adopt(null);
-      return;
-    }
     this.adopt(root);
   }
 

@@ -314,7 +314,9 @@ export class ManagedRun implements RunHandle {
     const notes = [
       `the termination could not read the process table (${describeThrown(error)}): SIGKILL went to the run's process group and its command only; nothing else could be found or verified`,
     ];
-    if (pgid !== null && !this.exit) {
+    // Child mode only: Node reaps the child and reports it in one step, where node-pty's waitpid
+    // thread reaps a PTY leader before the exit is heard here.
+    if (pgid !== null && !this.exit && this.spec.mode === 'child') {
       try {
         (this.deps.send ?? process.kill)(-pgid, 'SIGKILL');
       } catch {
