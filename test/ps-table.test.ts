@@ -1,8 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TreeMembership } from '../src/containment/index.js';
-import { ProcwardenError, Supervisor, terminateTree } from '../src/index.js';
+import { ProcwardenError, reap, Supervisor, terminateTree } from '../src/index.js';
 import { Guard } from '../src/kill/index.js';
 import {
   type CommandRunner,
@@ -16,6 +17,7 @@ import {
   parsePs,
   platformTable,
 } from '../src/tree/index.js';
+import { journalFiles } from './helpers/host.js';
 import { alive, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const MACOS = readFileSync(fixture('recorded/ps-macos.txt'), 'utf8');
@@ -460,7 +462,8 @@ describe('a ps that answers in another form, or not at all (forced on Linux, wit
       failing
         ? { code: 1, stdout: '', stderr: 'ps: sysctl: Cannot allocate memory' }
         : execRunner(file, args, env);
-    const sup = new Supervisor({ table: new PsTable(runner) });
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const sup = new Supervisor({ table: new PsTable(runner), stateDir, watchdog: false });
     leaks.trackCookie(sup.id);
     const { handle, all } = await held(sup);
     failing = true;
@@ -470,6 +473,13 @@ describe('a ps that answers in another form, or not at all (forced on Linux, wit
     expect(r.notes.join('\n')).toContain('the termination could not read the process table');
     expect(r.notes.join('\n')).toContain('Cannot allocate memory');
     for (const pid of all) await waitFor(() => !alive(pid), { what: `${pid} gone` });
+    // What else the run left is not known: its record stays for a reap, which clears it once a
+    // table that works finds nothing.
+    expect(journalFiles(stateDir)).toHaveLength(2); // the record, and its rewrite with the pid
+    await sup.shutdown();
+    const report = await reap({ stateDir, table: hostGone(new PsTable()) });
+    expect(report.runs.map((run) => run.action)).toEqual(['reaped']);
+    expect(journalFiles(stateDir)).toEqual([]);
   });
 });
 
@@ -491,5 +501,82 @@ describe('platformTable', () => {
     const { runner, calls } = recorded(() => ({ code: 0, stdout: MACOS }));
     await platformTable('darwin', runner).list();
     expect(calls).toHaveLength(1);
+  });
+});
+
+/** `real`, whose every read fails while `failing()` says so. */
+function failingWhen(real: ProcessTable, failing: () => boolean): ProcessTable {
+  return new Proxy(real, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (failing()) throw new Error('EIO: the table failed (test)');
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
+/**
+ * `real`, in which this host looks dead: a reap then treats its records as a crash's. (The table
+ * must be of the supervisor's kind: ps and procfs give start times in different forms.)
+ */
+function hostGone(real: ProcessTable): ProcessTable {
+  return new Proxy(real, {
+    get(target, key) {
+      if (key === 'get')
+        return (pid: number) => (pid === process.pid ? Promise.resolve(null) : target.get(pid));
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+describe('a process table that fails the end of a run', () => {
+  const leaks = new LeakGuard();
+  afterEach(() => leaks.check());
+
+  it('the look for leftovers fails: nothing is signalled, and the record stays for a reap', async () => {
+    let failing = false;
+    const table = failingWhen(new ProcfsTable(), () => failing);
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const dir = leaks.trackDir(makeTmp());
+    const sup = new Supervisor({ table, stateDir, watchdog: false });
+    leaks.trackCookie(sup.id);
+    // The command leaves a sleeper in its group and exits once told to (a file appears).
+    const handle = sup.spawn({
+      argv: [
+        'sh',
+        '-c',
+        'sleep 300 & echo $! > "$1/a.pid"; while [ ! -e "$1/go" ]; do sleep 0.02; done',
+        'sh',
+        dir,
+      ],
+      containment: 'process-group',
+    });
+    leaks.track(handle.pid);
+    const [leftover] = await waitFor(
+      () => (readPids(dir).size === 1 ? [...readPids(dir).values()] : undefined),
+      {
+        what: 'the sleeper',
+      },
+    );
+    leaks.track(leftover as number);
+    failing = true;
+    writeFileSync(join(dir, 'go'), '');
+    const r = await handle.result;
+    expect(r.reason).toBe('exit');
+    expect(r.notes.join('\n')).toContain('whether the command left processes behind is not known');
+    expect(alive(leftover as number)).toBe(true);
+    expect(journalFiles(stateDir)).toHaveLength(2); // the record, and its rewrite with the pid
+    await sup.shutdown();
+    expect((await reap({ stateDir, table: new ProcfsTable() })).runs.map((run) => run.action)).toEqual([
+      'supervisor-alive',
+    ]);
+    const report = await reap({ stateDir, table: hostGone(new ProcfsTable()) });
+    expect(report.runs.map((run) => run.action)).toEqual(['reaped']);
+    await waitFor(() => !alive(leftover as number), { what: 'the leftover ended by the reap' });
+    expect(journalFiles(stateDir)).toEqual([]);
   });
 });

@@ -105,7 +105,10 @@ export class RunJournal {
     return t !== undefined && !t.failed;
   }
 
-  /** The run settled: its record goes, unless members escaped even SIGKILL (a later reap retries). */
+  /**
+   * The run settled: its record goes, unless members escaped even SIGKILL or the table failed its
+   * end, so that what is left is not known (a later reap looks again).
+   */
   end(run: ManagedRun, result: RunResult): void {
     const t = this.tracked.get(run.id);
     if (!t) return;
@@ -113,6 +116,10 @@ export class RunJournal {
     this.tracked.delete(run.id);
     if (result.tree.escaped > 0) {
       this.note(`run ${run.id}: ${result.tree.escaped} member(s) escaped; its record is kept for reap`);
+      return;
+    }
+    if (run.treeUnverified) {
+      this.note(`run ${run.id}: whether it left processes is not known; its record is kept for reap`);
       return;
     }
     try {

@@ -72,6 +72,7 @@ export class ManagedRun implements RunHandle {
   private escalate = false;
   private settling = false;
   private leftovers = 0;
+  private unverified = false;
   private readonly notes: string[] = [];
   private readonly t0: number;
   private stopRecordTimer: TimerHandle | undefined;
@@ -149,6 +150,14 @@ export class ManagedRun implements RunHandle {
   /** Where the containment holds the run, when it is a cgroup. */
   get cgroupPath(): string | undefined {
     return this.hold.cgroupPath;
+  }
+
+  /**
+   * The process table failed the run's end (its termination or its look for leftovers): what it
+   * left behind is not known, so its record stays for a later reap to look again.
+   */
+  get treeUnverified(): boolean {
+    return this.unverified;
   }
 
   /** The root and members the containment has seen, as recorded (see Containment.lastSeen). */
@@ -311,6 +320,7 @@ export class ManagedRun implements RunHandle {
   private withoutTable(error: unknown, startedAt: number): TerminateReport {
     const { clock } = this.deps;
     const pgid = this.pgid;
+    this.unverified = true;
     const notes = [
       `the termination could not read the process table (${describeThrown(error)}): SIGKILL went to the run's process group and its command only; nothing else could be found or verified`,
     ];
@@ -473,7 +483,8 @@ export class ManagedRun implements RunHandle {
       members = await this.hold.members();
     } catch (error) {
       // The command is gone and reaped: its group's number may be anyone's now, so nothing is
-      // signalled without a table to verify it by.
+      // signalled without a table to verify it by. Leftovers the caller keeps are not a reap's.
+      this.unverified = this.spec.leftovers === 'kill';
       this.notes.push(
         `the look for leftovers could not read the process table (${describeThrown(error)}): whether the command left processes behind is not known`,
       );
