@@ -32,8 +32,22 @@ export const realClock: Clock = {
   clearTimeout: (handle) => clearTimeout((handle as { timer?: NodeJS.Timeout }).timer),
 };
 
-export function sleep(clock: Clock, ms: number): Promise<void> {
-  return new Promise((resolve) => clock.setTimeout(resolve, ms));
+/** Waits `ms`, or less once `wake` aborts (its listener goes with the wait: a poll loop adds none). */
+export function sleep(clock: Clock, ms: number, wake?: AbortSignal): Promise<void> {
+  if (!wake) return new Promise((resolve) => clock.setTimeout(resolve, ms));
+  return new Promise((resolve) => {
+    if (wake.aborted) {
+      resolve();
+      return;
+    }
+    const done = () => {
+      clock.clearTimeout(timer);
+      wake.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = clock.setTimeout(done, ms);
+    wake.addEventListener('abort', done);
+  });
 }
 
 /**

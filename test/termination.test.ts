@@ -404,19 +404,7 @@ describe('the SIGKILL chase runs out of time', () => {
     leaks.track(child.pid);
     const member = await waitFor(() => table.getSync(child.pid ?? 0) ?? undefined, { what: 'sleep started' });
     const sent: string[] = [];
-    const target: KillTarget = {
-      async members() {
-        const now = table.getSync(member.pid);
-        return now && now.state !== 'Z' && now.startTime === member.startTime ? [now] : [];
-      },
-      async signal(sig, members) {
-        for (const m of members) {
-          sent.push(`${sig} ${m.pid}`);
-          process.kill(m.pid, sig);
-        }
-        return members;
-      },
-    };
+    const target = oneProcess(table, member, sent);
     const exited = new Promise((r) => child.once('exit', r));
     const report = await terminate(target, { signal: 'SIGKILL', graceMs: 0, clock: realClock, table });
     await exited;
@@ -425,3 +413,79 @@ describe('the SIGKILL chase runs out of time', () => {
     expect(report.escalated).toBe(true);
   });
 });
+
+describe('the grace ends at once when escalated', () => {
+  it('a wait between polls is cut short by the escalation, however long it was to be', async () => {
+    // Where every read is a process launch (ps), polls are up to 250 ms apart. Here every wait of
+    // 100 ms or more never ends on its own: only the escalation can end it.
+    const table = new ProcfsTable();
+    const child = spawn('sh', ['-c', "trap '' TERM; exec sleep 30"], { stdio: 'ignore' });
+    leaks.track(child.pid);
+    const member = await waitFor(
+      () => {
+        const p = table.getSync(child.pid ?? 0);
+        return p?.command === 'sleep' ? p : undefined;
+      },
+      { what: 'sleep started' },
+    );
+    let stalled = 0;
+    const clock = {
+      now: realClock.now,
+      setTimeout: (fn: () => void, ms: number) => (ms >= 100 ? ++stalled : realClock.setTimeout(fn, ms)),
+      clearTimeout: (h: unknown) => (typeof h === 'number' ? undefined : realClock.clearTimeout(h)),
+    };
+    const launches: ProcessTable = { ...bound(table), batchesReads: true };
+    const sent: string[] = [];
+    const target = oneProcess(table, member, sent);
+    const escalation = new AbortController();
+    const exited = new Promise((r) => child.once('exit', r));
+    const ending = terminate(target, {
+      signal: 'SIGTERM',
+      graceMs: 600_000,
+      clock,
+      table: launches,
+      escalate: escalation.signal,
+    });
+    await waitFor(() => stalled > 0, { what: 'a wait of 100 ms or more', timeoutMs: 15_000 });
+    expect(sent).toEqual([`SIGTERM ${member.pid}`]);
+    escalation.abort();
+    const report = await Promise.race([
+      ending,
+      new Promise<null>((r) => setTimeout(() => r(null), 10_000).unref()),
+    ]);
+    expect(report, 'the escalation did not end the wait').not.toBeNull();
+    expect(sent[0]).toBe(`SIGTERM ${member.pid}`);
+    expect(sent.slice(1)).toContain(`SIGKILL ${member.pid}`);
+    expect(report?.killed).toBe(1);
+    await exited;
+  });
+});
+
+/** A target of one process while it is the same one, whose signals are recorded as "SIG pid". */
+function oneProcess(table: ProcfsTable, member: ProcessInfo, sent: string[]): KillTarget {
+  return {
+    async members() {
+      const now = table.getSync(member.pid);
+      return now && now.state !== 'Z' && now.startTime === member.startTime ? [now] : [];
+    },
+    async signal(sig, members) {
+      for (const m of members) {
+        sent.push(`${sig} ${m.pid}`);
+        process.kill(m.pid, sig);
+      }
+      return members;
+    },
+  };
+}
+
+/** A table's methods bound to it, as a plain object a test can extend. */
+function bound(table: ProcfsTable): ProcessTable {
+  return {
+    name: table.name,
+    list: () => table.list(),
+    get: (pid) => table.get(pid),
+    findByEnv: (...a) => table.findByEnv(...a),
+    sweep: (q) => table.sweep(q),
+    births: () => table.births(),
+  };
+}

@@ -26,8 +26,8 @@ export interface TerminatePlan {
   graceMs: number;
   clock: Clock;
   table: ProcessTable;
-  /** Polled while waiting: true ends the grace at once (kill() during a graceful sequence). */
-  escalateNow?: () => boolean;
+  /** Aborted: the grace ends at once, even mid-wait (kill() during a graceful sequence). */
+  escalate?: AbortSignal;
   /** How long survivors of SIGKILL are chased before being reported as escaped. Default 3000 ms. */
   killTimeoutMs?: number;
   /**
@@ -224,8 +224,8 @@ async function waitForGrace(
     const now = plan.clock.now();
     // SIGKILL goes out on time to the known members still alive (per-pid reads); a full scan
     // here would delay it by a whole /proc sweep. killUntilGone's scans find any others.
-    if (now >= deadline || plan.escalateNow?.()) return alive ?? aliveAmong(plan.table, known, from);
-    await sleep(plan.clock, Math.min(pace(now - t0, plan.table), deadline - now));
+    if (now >= deadline || plan.escalate?.aborted) return alive ?? aliveAmong(plan.table, known, from);
+    await sleep(plan.clock, Math.min(pace(now - t0, plan.table), deadline - now), plan.escalate);
   }
 }
 

@@ -69,7 +69,8 @@ export class ManagedRun implements RunHandle {
   });
   private spawnError: NodeJS.ErrnoException | undefined;
   private termination: Promise<TerminateReport> | undefined;
-  private escalate = false;
+  /** Aborted by kill(): a graceful sequence under way ends its grace at once. */
+  private readonly escalation = new AbortController();
   private settling = false;
   private leftovers = 0;
   private unverified = false;
@@ -250,7 +251,7 @@ export class ManagedRun implements RunHandle {
       this.reason = 'cancelled';
       this.detail = 'kill()';
     }
-    this.escalate = true;
+    this.escalation.abort();
     this.beginTermination('SIGKILL');
   }
 
@@ -287,7 +288,7 @@ export class ManagedRun implements RunHandle {
         graceMs: this.spec.graceMs,
         clock,
         table,
-        escalateNow: () => this.escalate,
+        escalate: this.escalation.signal,
         onSignalled: (reached) => {
           if (!onStopping) return;
           // Only a tree still alive a moment later is worth a file: most are gone within a few
