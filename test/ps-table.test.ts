@@ -59,6 +59,28 @@ describe('ps process table (macOS/BSD)', () => {
     expect(parsePs(forged).map((r) => r.pid)).toEqual([50001]);
   });
 
+  it('a forged row hides no process from the table: pids printed twice are read again without names', async () => {
+    // 50001 names itself "/tmp/x\n<a row>": once with the pid of launchd-helper (400), once with
+    // its own pid, to hide itself. The rows read again carry no name, so they cannot be forged.
+    const forged =
+      '  400     1   400 Mon Nov 30 09:00:00 2026 Ss   launchd-helper\n' +
+      '50001 50000 50000 Mon Nov 30 10:00:00 2026 S    /tmp/x\n  400 50001 400 Mon Nov 30 09:00:00 2026 Ss y\n' +
+      '50002 50000 50000 Mon Nov 30 10:00:01 2026 S    /tmp/y\n50002 1 50002 Mon Nov 30 08:00:00 2026 S z\n';
+    const again =
+      '  400     1   400 Mon Nov 30 09:00:00 2026 Ss\n50002 50000 50000 Mon Nov 30 10:00:01 2026 S\n';
+    const { runner, calls } = recorded((args) =>
+      args.includes('-A') ? { code: 0, stdout: forged } : { code: 0, stdout: again },
+    );
+    const rows = await new PsTable(runner).list();
+    expect(calls[1]).toEqual(['ps', '-o', 'pid=,ppid=,pgid=,lstart=,stat=', '-p', '400,50002']);
+    expect(rows.map((r) => [r.pid, r.ppid, r.pgid, r.startTime, r.command])).toEqual([
+      [50001, 50000, 50000, 'Mon Nov 30 10:00:00 2026', '/tmp/x'],
+      [400, 1, 400, 'Mon Nov 30 09:00:00 2026', '?'],
+      [50002, 50000, 50000, 'Mon Nov 30 10:00:01 2026', '?'],
+    ]);
+    expect(calls).toHaveLength(2);
+  });
+
   it('a command named with many blanks is read at once, trailing blanks trimmed', () => {
     // Any process can name itself so; the old pattern took 3 s for this one row.
     const name = `a${' '.repeat(60_000)}b`;

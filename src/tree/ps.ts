@@ -4,6 +4,10 @@ import { type CommandRunner, execRunner } from './runner.js';
 import type { ProcessInfo, ProcessTable } from './types.js';
 
 const FIELDS = 'pid=,ppid=,pgid=,lstart=,stat=,comm=';
+/** The same without the one free-text column: no name can forge a row in what it prints. */
+const FIELDS_NO_NAME = 'pid=,ppid=,pgid=,lstart=,stat=';
+/** The command of a row read without its name. */
+const NAME_UNREAD = '?';
 
 /** What the reads asked for in one turn share: one `ps` call, and its rows by pid. */
 interface Batch {
@@ -85,14 +89,20 @@ export class PsTable implements ProcessTable {
     // are still the answer, and no row means "no such process", not a failure.
     const args = all ? ['-A', '-o', FIELDS] : ['-o', FIELDS, '-p', [...pids].join(',')];
     const text = await this.run(args, !all);
-    const rows = parsePs(text);
+    const { rows, twice } = parseRows(text);
     // Lines, and not one of them a row: a ps whose output this parser cannot read (another
     // format), not processes that are gone, which is what every member would otherwise look.
-    if (rows.length === 0 && text.trim() !== '') {
+    if (rows.length === 0 && twice.size === 0 && text.trim() !== '') {
       const first = JSON.stringify(text.trim().split('\n')[0]?.slice(0, 100));
       throw this.unreadable(args, `no line of its output could be read, the first: ${first}`);
     }
-    return rows;
+    if (twice.size === 0) return rows;
+    // A pid printed twice: a name holding a newline forged a row. Those pids are read again
+    // without names, where nothing can forge a row, so that the forger hides neither itself nor
+    // the process it named.
+    const again = ['-o', FIELDS_NO_NAME, '-p', [...twice].join(',')];
+    const named = parseRows(await this.run(again, true)).rows.filter((p) => twice.has(p.pid));
+    return [...rows, ...named];
   }
 
   private async run(args: string[], missingIsFine = false): Promise<string> {
@@ -112,23 +122,29 @@ export class PsTable implements ProcessTable {
   }
 }
 
-// pid ppid pgid  Dow Mon DD HH:MM:SS YYYY  stat  comm (the rest of the line; may hold spaces)
+// pid ppid pgid  Dow Mon DD HH:MM:SS YYYY  stat  [comm (the rest of the line; may hold spaces)]
 const ROW =
-  /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\w{3}\s+\w{3}\s+\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4})\s+(\S+)\s+(.*)$/;
+  /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\w{3}\s+\w{3}\s+\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4})\s+(\S+)(?:\s+(.*))?$/;
 
 /**
  * Parses the output of `ps -o pid=,ppid=,pgid=,lstart=,stat=,comm=`; lines it cannot read are
- * skipped. A pid with two rows is dropped: a command name holding a newline can print a second,
- * forged row (another process's pid and start time), and neither can then be told to be the real one.
+ * skipped. A pid with two rows is dropped, both rows: a command name holding a newline can print a
+ * second, forged row (another process's pid and start time), and neither can then be told to be
+ * the real one. (PsTable reads such pids again without names.)
  */
 export function parsePs(text: string): ProcessInfo[] {
+  return parseRows(text).rows;
+}
+
+/** The rows of pids printed once, and the pids printed more than once. */
+function parseRows(text: string): { rows: ProcessInfo[]; twice: Set<number> } {
   const out: ProcessInfo[] = [];
   const seen = new Set<number>();
   const twice = new Set<number>();
   for (const line of text.split('\n')) {
     const m = ROW.exec(line);
     if (!m) continue;
-    const [, pid, ppid, pgid, lstart, stat, comm] = m as unknown as [string, ...string[]];
+    const [, pid, ppid, pgid, lstart, stat, comm] = m as unknown as [string, ...(string | undefined)[]];
     if (seen.has(Number(pid))) twice.add(Number(pid));
     seen.add(Number(pid));
     out.push({
@@ -140,8 +156,8 @@ export function parsePs(text: string): ProcessInfo[] {
       state: (stat ?? '?').charAt(0),
       // Trailing blanks trimmed here, not by the pattern: a lazy match before `\s*$` is quadratic
       // in a command named with many blanks, and any process can name itself so.
-      command: (comm ?? '').trimEnd(),
+      command: comm === undefined ? NAME_UNREAD : comm.trimEnd(),
     });
   }
-  return twice.size === 0 ? out : out.filter((p) => !twice.has(p.pid));
+  return { rows: twice.size === 0 ? out : out.filter((p) => !twice.has(p.pid)), twice };
 }
