@@ -81,6 +81,15 @@ describe('ps process table (macOS/BSD)', () => {
     expect(calls).toHaveLength(2);
   });
 
+  it('a start time printed as "-" (a zombie on FreeBSD and macOS) is a row, not an unreadable line', async () => {
+    const zombie = ' 9192  9188  9188 -                        Z+   (sh)\n';
+    expect(parsePs(zombie)).toEqual([
+      { pid: 9192, ppid: 9188, pgid: 9188, sid: -1, startTime: '-', state: 'Z', command: '(sh)' },
+    ]);
+    const { runner } = recorded(() => ({ code: 0, stdout: zombie }));
+    expect(isGone(await new PsTable(runner).get(9192))).toBe(true);
+  });
+
   it('a command named with many blanks is read at once, trailing blanks trimmed', () => {
     // Any process can name itself so; the old pattern took 3 s for this one row.
     const name = `a${' '.repeat(60_000)}b`;

@@ -123,8 +123,11 @@ export class PsTable implements ProcessTable {
 }
 
 // pid ppid pgid  Dow Mon DD HH:MM:SS YYYY  stat  [comm (the rest of the line; may hold spaces)]
+// FreeBSD and macOS print `-` for the start time of a process whose details they cannot read (a
+// zombie; on FreeBSD one swapped out too): a row still, whose identity matches no process seen
+// before it, never a line that cannot be read (a `ps -p` of a zombie alone would fail the read).
 const ROW =
-  /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\w{3}\s+\w{3}\s+\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4})\s+(\S+)(?:\s+(.*))?$/;
+  /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\w{3}\s+\w{3}\s+\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4}|-)\s+(\S+)(?:\s+(.*))?$/;
 
 /**
  * Parses the output of `ps -o pid=,ppid=,pgid=,lstart=,stat=,comm=`; lines it cannot read are
