@@ -72,7 +72,7 @@ describe('ps process table (macOS/BSD)', () => {
       args.includes('-A') ? { code: 0, stdout: forged } : { code: 0, stdout: again },
     );
     const rows = await new PsTable(runner).list();
-    expect(calls[1]).toEqual(['ps', '-o', 'pid=,ppid=,pgid=,lstart=,stat=', '-p', '400,50002']);
+    expect(calls[1]).toEqual(['ps', '-ww', '-o', 'pid=,ppid=,pgid=,lstart=,stat=', '-p', '400,50002']);
     expect(rows.map((r) => [r.pid, r.ppid, r.pgid, r.startTime, r.command])).toEqual([
       [50001, 50000, 50000, 'Mon Nov 30 10:00:00 2026', '/tmp/x'],
       [400, 1, 400, 'Mon Nov 30 09:00:00 2026', '?'],
@@ -90,6 +90,24 @@ describe('ps process table (macOS/BSD)', () => {
     expect(isGone(await new PsTable(runner).get(9192))).toBe(true);
   });
 
+  it('a COLUMNS set in the host does not reach ps, and ps is asked for lines of any width', async () => {
+    const before = process.env.COLUMNS;
+    process.env.COLUMNS = '20';
+    try {
+      const seen: (string | undefined)[] = [];
+      const runner: CommandRunner = async (file, args, env) => {
+        seen.push(env?.COLUMNS);
+        return execRunner(file, args, env);
+      };
+      const me = await new PsTable(runner).get(process.pid);
+      expect(me?.pid).toBe(process.pid);
+      expect(seen).toEqual([undefined]);
+    } finally {
+      if (before === undefined) delete process.env.COLUMNS;
+      else process.env.COLUMNS = before;
+    }
+  });
+
   it('a command named with many blanks is read at once, trailing blanks trimmed', () => {
     // Any process can name itself so; the old pattern took 3 s for this one row.
     const name = `a${' '.repeat(60_000)}b`;
@@ -103,7 +121,7 @@ describe('ps process table (macOS/BSD)', () => {
     const { runner, calls } = recorded(() => ({ code: 0, stdout: MACOS }));
     const list = await new PsTable(runner).list();
     expect(list).toHaveLength(10);
-    expect(calls).toEqual([['ps', '-A', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=']]);
+    expect(calls).toEqual([['ps', '-ww', '-A', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=']]);
   });
 
   it('get(pid) reads one process; ps exiting 1 with nothing printed means "no such process"', async () => {
@@ -115,7 +133,7 @@ describe('ps process table (macOS/BSD)', () => {
     expect(await table.get(9191)).toMatchObject({ pid: 9191, state: 'T', command: 'vim' });
     expect(await table.get(4242)).toBeNull();
     expect(await table.get(-3)).toBeNull();
-    expect(calls[0]).toEqual(['ps', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=', '-p', '9191']);
+    expect(calls[0]).toEqual(['ps', '-ww', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=', '-p', '9191']);
     expect(calls).toHaveLength(2);
   });
 
@@ -133,13 +151,15 @@ describe('ps process table (macOS/BSD)', () => {
     expect(vim).toMatchObject({ pid: 9191, command: 'vim', startTime: 'Mon Nov 30 0:02:08 2026' });
     expect(chrome?.pid).toBe(4051);
     expect(none).toBeNull();
-    expect(calls).toEqual([['ps', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=', '-p', '9191,4051,4242']]);
+    expect(calls).toEqual([
+      ['ps', '-ww', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=', '-p', '9191,4051,4242'],
+    ]);
 
     calls.length = 0;
     const [list, one] = await Promise.all([table.list(), table.get(9190)]);
     expect(list).toHaveLength(10);
     expect(one?.command).toBe('sleep');
-    expect(calls).toEqual([['ps', '-A', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=']]);
+    expect(calls).toEqual([['ps', '-ww', '-A', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=']]);
 
     // A read asked after an answer came back is a fresh call: nobody is given an older view.
     calls.length = 0;

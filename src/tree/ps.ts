@@ -87,7 +87,7 @@ export class PsTable implements ProcessTable {
   private async read({ all, pids }: Batch): Promise<ProcessInfo[]> {
     // ps exits 1 when a listed pid does not exist (some ps: when none does): the rows it printed
     // are still the answer, and no row means "no such process", not a failure.
-    const args = all ? ['-A', '-o', FIELDS] : ['-o', FIELDS, '-p', [...pids].join(',')];
+    const args = all ? ['-ww', '-A', '-o', FIELDS] : ['-ww', '-o', FIELDS, '-p', [...pids].join(',')];
     const text = await this.run(args, !all);
     const { rows, twice } = parseRows(text);
     // Lines, and not one of them a row: a ps whose output this parser cannot read (another
@@ -100,7 +100,7 @@ export class PsTable implements ProcessTable {
     // A pid printed twice: a name holding a newline forged a row. Those pids are read again
     // without names, where nothing can forge a row, so that the forger hides neither itself nor
     // the process it named.
-    const again = ['-o', FIELDS_NO_NAME, '-p', [...twice].join(',')];
+    const again = ['-ww', '-o', FIELDS_NO_NAME, '-p', [...twice].join(',')];
     const named = parseRows(await this.run(again, true)).rows.filter((p) => twice.has(p.pid));
     return [...rows, ...named];
   }
@@ -109,7 +109,10 @@ export class PsTable implements ProcessTable {
     // Dates in one form whatever the host's locale (macOS and BSD ps print lstart with the
     // locale's strftime %c: "Wed  2 Dec" in en_GB) and one zone whatever TZ says now: the start
     // time is a process's identity, and a row in another form would be no row at all.
-    const r = await this.runner(this.command, args, { ...process.env, LC_ALL: 'C', TZ: 'UTC0' });
+    // And at any width: BSD ps cuts its lines to COLUMNS (-ww lifts that), which could cut a row
+    // before its start time.
+    const { COLUMNS: _, ...env } = process.env;
+    const r = await this.runner(this.command, args, { ...env, LC_ALL: 'C', TZ: 'UTC0' });
     if (r.code === 0 || (missingIsFine && r.code === 1)) return r.stdout;
     throw this.unreadable(args, r.error ? r.error.message : `exit code ${r.code}: ${r.stderr.trim()}`);
   }
