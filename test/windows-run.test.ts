@@ -119,4 +119,62 @@ describe('a run on Windows (recorded outputs, injected launcher)', () => {
     win.exit(B);
     win.exit(C);
   });
+
+  it('a command that exited at once and whose pid went to a newer process before the first read: that process is left alone', async () => {
+    const { win, sup } = windowsRun();
+    // The first PowerShell call answers after A exited (Node closed its handle) and Windows gave
+    // A's pid to an unrelated program, created since, which has a child of its own.
+    let reused = false;
+    win.beforeCall = (call) => {
+      if (reused || !call.file.toLowerCase().endsWith('powershell.exe')) return;
+      reused = true;
+      win.exit(A);
+      win.exit(B);
+      win.exit(C);
+      win.reuse(A, 'OUTLOOK.EXE', 3000, Date.now() + 50);
+      win.reuse(46000, 'outlook-helper.exe', A, Date.now() + 60);
+    };
+    const handle = sup.spawn({ argv: ['git.exe', '--version'] });
+    const result = await handle.result;
+    expect(result.reason).toBe('exit');
+    expect(win.taskkillCalls()).toEqual([]);
+    expect(win.sent).toEqual([]);
+    expect(win.alive(A) && win.alive(46000)).toBe(true);
+    expect(result.tree.leftovers).toBe(0);
+    expect(result.notes.join('\n')).toContain(`pid ${A} was read after the command had exited`);
+  });
+
+  it('a command read alive whose exit is heard before the answer: it is the root, and its leftovers end', async () => {
+    const { win, sup } = windowsRun();
+    // PowerShell enumerated A alive; A exited (leaving B and C) before the answer came back.
+    const result = await runExitingDuringFirstRead(win, sup, () => win.exit(A));
+    expect(result.reason).toBe('exit');
+    expect(result.tree.leftovers).toBe(2);
+    expect(win.alive(B) || win.alive(C)).toBe(false);
+    expect(result.notes.join('\n')).not.toContain('was read after the command had exited');
+  });
+
+  it("a dead root's pid given to a newer process: its old children end, the newer process's child is left alone", async () => {
+    const { win, sup } = windowsRun();
+    const result = await runExitingDuringFirstRead(win, sup, () => {
+      win.exit(A);
+      win.reuse(A, 'OUTLOOK.EXE', 3000, Date.now() + 50);
+      win.reuse(46000, 'outlook-helper.exe', A, Date.now() + 60);
+    });
+    expect(result.tree.leftovers).toBe(2);
+    expect(win.alive(B) || win.alive(C)).toBe(false);
+    expect(win.alive(A) && win.alive(46000)).toBe(true);
+    expect(JSON.stringify(win.calls)).not.toContain('46000');
+  });
 });
+
+/** Runs the three-level tree; `change` happens after the first read was made, before it is answered. */
+function runExitingDuringFirstRead(win: FakeWindows, sup: Supervisor, change: () => void) {
+  let first = true;
+  win.afterCall = (call) => {
+    if (!first || !call.file.toLowerCase().endsWith('powershell.exe')) return;
+    first = false;
+    change();
+  };
+  return sup.spawn({ argv: ['cmd.exe', '/c', 'start', 'build.cmd'], graceMs: 50 }).result;
+}

@@ -1,5 +1,6 @@
 import { descendantsOf, type ProcessInfo, SnapshotTable } from '../tree/index.js';
 import type { WindowsSnapshot, WindowsTable } from '../tree/windows.js';
+import { compareCreated, createdBefore } from '../tree/windows-cim.js';
 import { defaultSend, type SendSignal } from './deliver.js';
 import type { Guard } from './guard.js';
 import { Taskkill, type TaskkillResult } from './taskkill.js';
@@ -7,6 +8,8 @@ import { Taskkill, type TaskkillResult } from './taskkill.js';
 /** The launcher's own handle on the direct child: on Windows a process handle, immune to pid reuse. */
 export interface ChildHandle {
   kill?(signal?: NodeJS.Signals): boolean;
+  /** When (Unix ms) the launcher reported the child's exit; null while it has not. */
+  exitHeardAt?(): number | null;
 }
 
 export interface WindowsTargetOptions {
@@ -42,6 +45,8 @@ export class WindowsTreeTarget {
   readonly notes: string[] = [];
   private readonly noted = new Set<string>();
   private readonly known = new Map<string, ProcessInfo>();
+  /** Per member, a time (Unix ms) taken before a read that showed it alive: it held its pid then. */
+  private readonly aliveAt = new Map<string, number>();
   /** Members already asked to close: a console process refuses every time, so it is asked once. */
   private readonly asked = new Set<string>();
   private readonly taskkill: Taskkill;
@@ -60,11 +65,29 @@ export class WindowsTreeTarget {
     this.send = options.send ?? defaultSend;
   }
 
-  /** Records the root by identity; `child` is the launcher's handle when procwarden started it. */
+  /**
+   * Records the root by identity; `child` is the launcher's handle when procwarden started it.
+   * Node holds the child's process handle until it has reported the exit, and Windows gives no
+   * process a pid that an open handle still names: a row read while the exit was unheard is the
+   * command. Once it was heard, the pid may already be a newer process's (a command that exits at
+   * once, and PowerShell answers in hundreds of milliseconds): the row is the command only if it
+   * was created before the exit was heard, and a newer process is never taken for the root.
+   */
   async attach(pid: number, child?: ChildHandle): Promise<void> {
     this.child = child;
+    const before = Date.now();
     const root = await this.table.get(pid);
+    const heard = child?.exitHeardAt?.() ?? null;
+    // Date.now() truncates to the millisecond; CreationDate has 100 ns steps.
+    if (root && heard !== null && createdBefore(root.startTime, heard + 1) !== true) {
+      this.note(
+        `pid ${pid} was read after the command had exited and belongs to "${root.command}", created since: not the run's, left alone`,
+      );
+      this.adopt(null);
+      return;
+    }
     this.adopt(root);
+    if (root) this.aliveAt.set(key(root), before);
   }
 
   adopt(root: ProcessInfo | null): void {
@@ -73,12 +96,20 @@ export class WindowsTreeTarget {
   }
 
   async members(): Promise<ProcessInfo[]> {
+    const before = Date.now();
     const snap = await this.read();
     if (!snap) return this.blindMembers();
     const byPid = new Map(snap.processes.map((p) => [p.pid, p]));
     const roots: number[] = [];
-    for (const k of this.known.values()) if (byPid.get(k.pid)?.startTime === k.startTime) roots.push(k.pid);
-    for (const d of descendantsOf(snap.processes, roots)) this.known.set(key(d), d);
+    const gone: ProcessInfo[] = [];
+    for (const k of this.known.values()) {
+      if (byPid.get(k.pid)?.startTime === k.startTime) roots.push(k.pid);
+      else gone.push(k);
+    }
+    const found = this.orphansOf(gone, snap, before);
+    roots.push(...found.map((p) => p.pid));
+    for (const p of [...found, ...descendantsOf(snap.processes, roots)]) this.known.set(key(p), p);
+    for (const pid of roots) this.aliveAt.set(key(byPid.get(pid) as ProcessInfo), before);
     const out: ProcessInfo[] = [];
     for (const k of this.known.values()) {
       const now = byPid.get(k.pid);
@@ -87,6 +118,38 @@ export class WindowsTreeTarget {
       out.push(now);
     }
     return out;
+  }
+
+  /**
+   * Processes whose parent is a member that died since it was last read: Windows keeps the dead
+   * parent's pid as their ppid, so no walk from a live member finds them. A pid may have gone to a
+   * newer process whose children name it too: only a process created while the member still held
+   * the pid (after its creation, before the last time it was seen alive) is the member's child.
+   */
+  private orphansOf(gone: ProcessInfo[], snap: WindowsSnapshot, now: number): ProcessInfo[] {
+    if (gone.length === 0) return [];
+    const out: ProcessInfo[] = [];
+    for (const p of snap.processes) {
+      if (this.known.has(key(p))) continue;
+      // The table cuts a link to a pid now held by a process newer than the child: that link is ours.
+      const named = snap.cutLinks.get(p.pid) ?? p.ppid;
+      const parent = gone.find(
+        (k) =>
+          k.pid === named &&
+          (compareCreated(k.startTime, p.startTime) ?? 1) <= 0 &&
+          createdBefore(p.startTime, this.heldPidUntil(k, now)) === true,
+      );
+      if (parent) out.push(p);
+    }
+    return out;
+  }
+
+  /** The last time (Unix ms) a member is known to have held its pid. */
+  private heldPidUntil(member: ProcessInfo, now: number): number {
+    const seen = this.aliveAt.get(key(member)) ?? 0;
+    if (!this.root || key(member) !== key(this.root) || !this.child?.exitHeardAt) return seen;
+    // The launcher's handle keeps the root's pid from reuse until the exit is reported.
+    return Math.max(seen, this.child.exitHeardAt() ?? now);
   }
 
   async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {

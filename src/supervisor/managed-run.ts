@@ -3,7 +3,7 @@ import { type Clock, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
-import { type SendSignal, terminate } from '../kill/index.js';
+import { type ChildHandle, type SendSignal, terminate } from '../kill/index.js';
 import { util } from '../lazy-builtins.js';
 import { checkPtyCells, type NormalSpec, normalizeSignal } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
@@ -74,6 +74,8 @@ export class ManagedRun implements RunHandle {
   private settling = false;
   private leftovers = 0;
   private unverified = false;
+  /** When the launcher reported the exit (Unix ms, as Windows dates a process's creation). */
+  private exitHeardAt: number | null = null;
   private readonly notes: string[] = [];
   private readonly t0: number;
   private stopRecordTimer: TimerHandle | undefined;
@@ -211,7 +213,12 @@ export class ManagedRun implements RunHandle {
     }
     const pid = this.launched.pid;
     if (pid === undefined) return; // the failure event follows
-    this.attached = this.hold.attach(pid, this.launched).catch((error) => {
+    const launched = this.launched;
+    const child: ChildHandle = {
+      kill: (signal) => launched.kill?.(signal) ?? false,
+      exitHeardAt: () => this.exitHeardAt,
+    };
+    this.attached = this.hold.attach(pid, child).catch((error) => {
       this.notes.push(`could not record the command's identity: ${describeThrown(error)}`);
     });
     const { clock } = this.deps;
@@ -369,6 +376,7 @@ export class ManagedRun implements RunHandle {
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     this.exit = { code, signal };
+    this.exitHeardAt = Date.now();
     this.exitSeen();
     if (!this.reason) this.reason = signal ? 'signal' : 'exit';
     if (this.status !== 'exited') this.status = 'stopping';

@@ -121,6 +121,12 @@ function fromMs(ms: number, extra: string): string {
   return date.toISOString().replace('Z', `${extra.padEnd(4, '0')}Z`);
 }
 
+/** Whether a canonical creation date is before `ms` (Unix ms); null when it is not canonical. */
+export function createdBefore(created: string, ms: number): boolean | null {
+  const order = compareCreated(created, fromMs(ms, ''));
+  return order === null ? null : order < 0;
+}
+
 /** Compares two canonical creation dates; null when either is unknown or not canonical. */
 export function compareCreated(a: string, b: string): number | null {
   const canonical = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{7}Z$/;

@@ -20,6 +20,8 @@ export interface WindowsSnapshot {
    * pids (taskkill /T) could reach a process that is not in the tree.
    */
   staleParents: Set<number>;
+  /** The cut links, child pid → the pid it names: the parent it had may be a member that died. */
+  cutLinks: Map<number, number>;
   /**
    * Whether some process names as its parent a pid that nobody holds (its parent died, and Windows
    * never re-parents). Windows may hand that pid to a process born after this snapshot, a member
@@ -58,16 +60,20 @@ export class WindowsTable implements ProcessTable {
     const rows = await this.query();
     const byPid = new Map(rows.map((r) => [r.pid, r]));
     const staleParents = new Set<number>();
+    const cutLinks = new Map<number, number>();
     // Pid 0 (the idle process) is its own parent, and System's; it is never handed out.
     const danglingParents = rows.some((row) => row.ppid !== 0 && !byPid.has(row.ppid));
     const processes = rows.map((row) => {
       const parent = byPid.get(row.ppid);
       const stale =
         parent !== undefined && row.pid !== 0 && (compareCreated(parent.created, row.created) ?? 0) > 0;
-      if (stale) staleParents.add(row.ppid);
+      if (stale) {
+        staleParents.add(row.ppid);
+        cutLinks.set(row.pid, row.ppid);
+      }
       return toInfo(row, stale ? 0 : row.ppid);
     });
-    return { processes, staleParents, danglingParents };
+    return { processes, staleParents, cutLinks, danglingParents };
   }
 
   async get(pid: number): Promise<ProcessInfo | null> {

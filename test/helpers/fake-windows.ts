@@ -40,6 +40,8 @@ export class FakeWindows {
   taskkillMissing = false;
   /** Runs before each call is answered; the index counts every call. */
   beforeCall: ((call: Call, index: number) => void) | undefined;
+  /** Runs once a call's answer is made, before it is returned (the host changes in between). */
+  afterCall: ((call: Call, index: number) => void) | undefined;
   /** Called for every process that ends. */
   onExit: ((pid: number) => void) | undefined;
 
@@ -82,10 +84,15 @@ export class FakeWindows {
   readonly runner: CommandRunner = async (file, args) => {
     const call = { file, args: [...args] };
     this.calls.push(call);
-    this.beforeCall?.(call, this.calls.length - 1);
-    if (file.toLowerCase().endsWith('powershell.exe')) return this.powershell(args);
-    if (file.toLowerCase().endsWith('taskkill.exe')) return this.taskkill(file, args);
-    return { code: null, stdout: '', stderr: '', error: enoent(file) };
+    const index = this.calls.length - 1;
+    this.beforeCall?.(call, index);
+    const answer = file.toLowerCase().endsWith('powershell.exe')
+      ? this.powershell(args)
+      : file.toLowerCase().endsWith('taskkill.exe')
+        ? this.taskkill(file, args)
+        : { code: null, stdout: '', stderr: '', error: enoent(file) };
+    this.afterCall?.(call, index);
+    return answer;
   };
 
   /** process.kill as Windows does it: any signal terminates; ESRCH / EPERM as Node reports them. */
