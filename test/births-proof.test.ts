@@ -15,7 +15,7 @@ import {
 } from '../src/tree/index.js';
 import type { ContainmentMode } from '../src/types.js';
 import { cgroupSkipReason } from './helpers/cgroups.js';
-import { alive, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { alive, killEach, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const cgroupSkip = cgroupSkipReason();
 
@@ -241,7 +241,7 @@ describe('a proof is never believed past a fork it did not see', () => {
     const found = await membership.scan();
     const late = readPids(dir).get('late') as number;
     expect(found.map((m) => m.pid)).toContain(late);
-    for (const m of found) process.kill(m.pid, 'SIGKILL');
+    killEach(found.map((m) => m.pid));
     // Every one of them, not only the late fork: a SIGKILL lands a moment after kill() returns,
     // and the leak check after the test must not see the root still alive (a loaded run did).
     await waitFor(() => found.every((m) => !alive(m.pid)), { what: 'the members gone' });

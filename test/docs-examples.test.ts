@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { transformWithOxc } from 'vite';
 import { afterAll, describe, expect, it } from 'vitest';
-import { alive, makeTmp } from './helpers/procs.js';
+import { alive, killEach, makeTmp } from './helpers/procs.js';
 
 /**
  * Every TypeScript example in README.md and docs/*.md is run as it is written: types stripped,
@@ -99,7 +99,7 @@ describe('documentation examples', () => {
         const until = Date.now() + 15_000;
         while (holders(token).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
         const left = holders(token);
-        for (const pid of left) process.kill(pid, 'SIGKILL');
+        killEach(left);
         rmSync(stateDir, { recursive: true, force: true });
         expect(left, 'processes the example left alive').toEqual([]);
       }

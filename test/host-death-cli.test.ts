@@ -6,7 +6,7 @@ import { Supervisor } from '../src/index.js';
 import { BlindTable, procfsProblem } from '../src/tree/index.js';
 import { CLI, startCli } from './helpers/cli.js';
 import { journalFiles } from './helpers/host.js';
-import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { alive, exists, fixture, killEach, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
@@ -164,7 +164,7 @@ async function inNamespace(options: string[], args: string[]) {
   const status = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   const elapsed = Date.now() - started;
   const left = marked(mark);
-  for (const pid of left) process.kill(pid, 'SIGKILL');
+  killEach(left);
   spawnSync('rm', ['-rf', mark]);
   return { status, elapsed, left, stderr };
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isProcwardenError, type RunHandle, type RunSpec, Supervisor } from '../src/index.js';
 import { createPtyLauncher } from '../src/spawn/index.js';
-import { alive, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { alive, fixture, killEach, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const sup = new Supervisor();
 const leaks = new LeakGuard();
@@ -174,7 +174,7 @@ describe('background jobs of a shell on a terminal', () => {
     expect(r.reason).toBe('exit');
     expect(r.tree.leftovers).toBeGreaterThanOrEqual(2);
     expect(s.jobs.every(alive)).toBe(true);
-    for (const pid of s.jobs) process.kill(pid, 'SIGKILL');
+    killEach(s.jobs);
     await waitFor(() => !s.jobs.some(alive), { what: 'jobs killed by the test' });
   });
 

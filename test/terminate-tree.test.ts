@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProcwardenError, Supervisor, terminateTree } from '../src/index.js';
 import { type ProcessTable, ProcfsTable, PsTable } from '../src/tree/index.js';
-import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { alive, exists, fixture, killEach, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
@@ -245,7 +245,7 @@ describe('what shares a number with the tree is not the tree', () => {
     expect(report.members.map((m) => m.pid)).not.toContain(sc);
     expect(alive(s)).toBe(true);
     expect(alive(sc)).toBe(true);
-    for (const p of [sc, s, job.pid as number]) process.kill(p, 'SIGKILL');
+    killEach([sc, s, job.pid as number]);
     await waitFor(() => !alive(sc) && !alive(s), { what: 'S and its child gone' });
   });
 });

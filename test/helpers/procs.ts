@@ -20,6 +20,20 @@ export function alive(pid: number): boolean {
   }
 }
 
+/**
+ * SIGKILL to each pid, ours by the caller's check: one that is already gone is skipped. Killing one
+ * can end another (a shell waiting on it) and its parent may reap it before the next kill.
+ */
+export function killEach(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+    }
+  }
+}
+
 export function startTime(pid: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
