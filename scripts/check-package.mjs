@@ -3,7 +3,7 @@
 // packed without lifecycle scripts: the caller has just built, and a rebuild inside `npm pack`
 // would rewrite dist/ under whatever else is reading it.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -19,6 +19,12 @@ try {
       encoding: 'utf8',
     }),
   );
+  // The bundles are ASCII (rolldown.config.mjs says why): a non-ASCII character the build did not
+  // escape (in a tagged template's raw text) would cost every start-up the two-byte decode.
+  const wide = packed.files
+    .map((f) => f.path)
+    .filter((f) => /\.c?js$/.test(f) && readFileSync(f).some((byte) => byte > 0x7f));
+  if (wide.length > 0) throw new Error(`not ASCII: ${wide.join(', ')} (see rolldown.config.mjs)`);
   run('npx', ['publint', '--strict']);
   // An ES module by design: CommonJS callers require() it (Node 20.19+, 22.12+, 24) or await
   // import() it. The one rule that reports exactly that is the only one ignored.
