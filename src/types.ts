@@ -89,7 +89,11 @@ export interface RunStdin {
 }
 
 export interface CancelOptions {
-  /** The graceful signal for this cancel, e.g. the SIGINT a CLI received and passes on. */
+  /**
+   * The graceful signal for this cancel, e.g. the SIGINT a CLI received and passes on. A member
+   * that ignores it (a shell's background jobs ignore SIGINT and SIGQUIT) gets the run's
+   * `killSignal` instead, where the process table can tell (Linux).
+   */
   signal?: NodeJS.Signals | number;
 }
 

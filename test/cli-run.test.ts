@@ -250,6 +250,24 @@ describe('procwarden run: signals sent to procwarden', () => {
     expect(r.stderr).toMatch(/got SIGINT, stopping the command; SIGINT to \d+ processes; \d+ needed SIGKILL/);
   });
 
+  it("Ctrl-C's SIGINT: a script's background jobs, which ignore it, get SIGTERM at once, not SIGKILL after the grace", async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const cli = startCli(['run', '--grace', '30s', '--', fixture('bg-jobs.sh'), dir]);
+    leaks.track(cli.child.pid);
+    await waitFor(() => cli.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
+    const pids = readPids(dir);
+    for (const pid of pids.values()) leaks.track(pid);
+    cli.child.kill('SIGINT');
+    const r = await cli.done;
+    expect(r.status).toBe(130);
+    expect(ownLines(r.stderr)).toEqual([
+      expect.stringMatching(
+        /^procwarden: got SIGINT, stopping the command; SIGINT to 1 process, SIGTERM to 2 that ignore SIGINT; no SIGKILL needed; all gone in/,
+      ),
+    ]);
+    for (const pid of pids.values()) expect(alive(pid)).toBe(false);
+  });
+
   it('a closed stdout stops the command as SIGPIPE would (141)', async () => {
     const dir = leaks.trackDir(makeTmp());
     const file = join(dir, 'result.json');

@@ -513,13 +513,27 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
 
   it('a passed-on signal the command dies of is no timeout when the timer runs out while its leftovers end', async () => {
     // The command dies of the INT at once; its background sleep ignores INT (a script's background
-    // jobs do) and gets the 5 s grace, during which the 1 s timer runs out. timeout(1) says 130.
-    const cli = startCli(['timeout', '1', 'sh', '-c', 'sleep 30 & echo ready; wait']);
+    // jobs do) and TERM, the substitute, and gets the 5 s grace, during which the 1 s timer runs
+    // out. timeout(1) says 130.
+    const cli = startCli(['timeout', '1', 'sh', '-c', 'trap "" TERM; sleep 30 & echo ready; wait']);
     leaks.track(cli.child.pid);
     await waitFor(() => cli.stdout().includes('ready'), { what: 'ready' });
     cli.child.kill('SIGINT');
     const r = await cli.done;
     expect(r.status).toBe(130);
+  });
+
+  it("a passed-on SIGINT: the script's background jobs, which ignore it, get the -s signal instead", async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const cli = await startReady(['-s', 'TERM', '60', fixture('bg-jobs.sh'), dir]);
+    const pids = readPids(dir);
+    for (const pid of pids.values()) leaks.track(pid);
+    cli.child.kill('SIGINT');
+    const r = await cli.done;
+    expect(r.status).toBe(130);
+    // It ended of the TERM, not of a SIGKILL after the grace.
+    expect(readFileSync(join(dir, 'job1.sig'), 'utf8')).toBe('TERM\n');
+    for (const pid of pids.values()) expect(alive(pid)).toBe(false);
   });
 
   it('SIGALRM is the timer firing: the -s signal to the tree, exit 124', async () => {

@@ -359,3 +359,38 @@ describe('procfs sweep', () => {
     expect(new ProcfsTable(root).getSync(31)).toBeNull();
   });
 });
+
+describe('procfs: which signals a process ignores', () => {
+  it('reads SigIgn: a real shell that traps SIGINT with "" ignores it, not SIGTERM; a gone pid is null', async () => {
+    const child = spawn('sh', ['-c', `trap '' INT; echo ready; exec sleep 30`], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    leaks.track(child.pid);
+    let out = '';
+    child.stdout?.on('data', (c: Buffer) => (out += c));
+    await waitFor(() => out.includes('ready'));
+    const table = new ProcfsTable();
+    const pid = child.pid ?? 0;
+    expect(table.ignores(pid, 2)).toBe(true);
+    expect(table.ignores(pid, 15)).toBe(false);
+    const reaped = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await reaped;
+    expect(table.ignores(pid, 2)).toBe(null);
+  });
+
+  it('bits above 32 and out-of-range numbers', () => {
+    const root = fakeProc([{ pid: 7, start: 1, env: '' }]);
+    // SIGRTMIN+30 (signal 64) is the highest bit of the mask.
+    writeFileSync(
+      join(root, '7', 'status'),
+      'Name:\tx\nSigBlk:\t0000000000000000\nSigIgn:\t8000000000000002\n',
+    );
+    const table = new ProcfsTable(root);
+    expect(table.ignores(7, 64)).toBe(true);
+    expect(table.ignores(7, 2)).toBe(true);
+    expect(table.ignores(7, 1)).toBe(false);
+    expect(table.ignores(7, 0)).toBe(null);
+    expect(table.ignores(7, 65)).toBe(null);
+  });
+});

@@ -403,6 +403,31 @@ describe('reap of a run that was ending when its supervisor died (a stop record)
       expect(readFileSync(join(dir, `${who}.sig`), 'utf8'), who).toBe('USR1\n');
   });
 
+  it("a taken-over SIGINT: members that ignore it (a script's background jobs) get the record's killSignal", async () => {
+    const runId = 'pwtestdead-stop-int';
+    const dir = leaks.trackDir(makeTmp('pw-stop-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const tree = spawn(fixture('bg-jobs.sh'), [dir], {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, PROCWARDEN_RUN: runId },
+    });
+    leaks.track(tree.pid);
+    await waitFor(() => readPids(dir).size === 3, { what: 'the script and its jobs up' });
+    for (const pid of readPids(dir).values()) leaks.track(pid);
+    writeRecords(stateDir, runId, tree.pid as number, {
+      signal: 'SIGINT',
+      atMs: Date.now(),
+      graceMs: 20_000,
+      signalled: [],
+    });
+    const report = await reap({ stateDir });
+    expect(report.runs.map((r) => r.action)).toEqual(['reaped']);
+    expect(report.runs[0]?.killed).toBe(0);
+    expect(readFileSync(join(dir, 'job1.sig'), 'utf8')).toBe('TERM\n');
+    for (const pid of readPids(dir).values()) expect(alive(pid)).toBe(false);
+  });
+
   it('a record dated in the future (a clock stepped back since) does not put SIGKILL off', async () => {
     const runId = 'pwtestdead-stop-3';
     const { stateDir, pid } = await recordingTree(runId);

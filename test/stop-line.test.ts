@@ -76,4 +76,43 @@ describe('stopLine', () => {
       'procwarden: timed out after 2 s; SIGTERM to 1 process; no SIGKILL needed; all gone in 30 ms',
     );
   });
+
+  describe('a signal passed on from the terminal', () => {
+    const member = (pid: number, ...signals: NodeJS.Signals[]) => ({
+      pid,
+      command: 'sleep',
+      signals: signals.map((signal, i) => ({ signal, atMs: 5 + i * 1000 })),
+      outcome: signals.includes('SIGKILL') ? ('killed' as const) : ('exited-in-grace' as const),
+    });
+    const report = (...members: ReturnType<typeof member>[]): TerminateReport => ({
+      members,
+      signalled: members.length,
+      killed: members.filter((m) => m.outcome === 'killed').length,
+      escaped: 0,
+      escalated: members.some((m) => m.outcome === 'killed'),
+      durationMs: 40,
+      graceUsedMs: null,
+      notes: [],
+    });
+    const line = (r: TerminateReport) =>
+      stopLine({ ...timedOut(r), reason: 'cancelled' }, { ...ctx, received: 'SIGINT' }, painter(false));
+
+    it('names the signal the members that ignore it got instead, whoever comes first in the report', () => {
+      expect(line(report(member(20, 'SIGTERM'), member(12, 'SIGINT'), member(21, 'SIGTERM')))).toBe(
+        'procwarden: got SIGINT, stopping the command; SIGINT to 1 process, SIGTERM to 2 that ignore SIGINT; no SIGKILL needed; all gone in 40 ms',
+      );
+    });
+
+    it('when every member ignored it', () => {
+      expect(line(report(member(20, 'SIGTERM')))).toBe(
+        'procwarden: got SIGINT, stopping the command; SIGTERM to 1 process that ignores SIGINT; no SIGKILL needed; all gone in 40 ms',
+      );
+    });
+
+    it('a member found only after the grace, whose first signal was SIGKILL, is not one that ignored it', () => {
+      expect(line(report(member(12, 'SIGINT', 'SIGKILL'), member(30, 'SIGKILL')))).toBe(
+        'procwarden: got SIGINT, stopping the command; SIGINT to 2 processes; 2 needed SIGKILL after 1 s; all gone in 40 ms',
+      );
+    });
+  });
 });

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../src/clock.js';
@@ -34,6 +35,32 @@ describe.each(MODES)('containment %s', (containment) => {
     await waitFor(() => out.includes('ready'), { what: `${script} ready` });
     return { handle, dir, output: () => out };
   }
+
+  describe('a signal passed on', () => {
+    it("a member that ignores it (a shell's background job, SIGINT) gets the run's killSignal instead, in the same step", async () => {
+      const { handle, dir } = await startReady('bg-jobs.sh', { graceMs: 20_000 });
+      const pids = readPids(dir);
+      handle.cancel('Ctrl-C', { signal: 'SIGINT' });
+      const r = await handle.result;
+      const first = (who: string) =>
+        r.tree.report?.members.find((m) => m.pid === pids.get(who))?.signals.map((s) => s.signal);
+      expect(first('main')).toEqual(['SIGINT']);
+      expect(first('job1')).toEqual(['SIGTERM']);
+      expect(first('job2')).toEqual(['SIGTERM']);
+      expect(r.escalated).toBe(false);
+      for (const pid of pids.values()) expect(alive(pid)).toBe(false);
+    });
+
+    it('a member that heeds it gets nothing else: the substitute goes to the others by pid, not to their group', async () => {
+      const { handle, dir } = await startReady('bg-jobs.sh', { graceMs: 20_000 }, ['record']);
+      const pids = readPids(dir);
+      handle.cancel('Ctrl-C', { signal: 'SIGINT' });
+      const r = await handle.result;
+      expect(readFileSync(join(dir, 'main.sig'), 'utf8')).toBe('INT\n');
+      expect(r.escalated).toBe(false);
+      for (const pid of pids.values()) expect(alive(pid)).toBe(false);
+    });
+  });
 
   describe('the three original scenarios', () => {
     it('a child that traps SIGTERM finishes its cleanup and exits 0; no SIGKILL', async () => {

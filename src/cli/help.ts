@@ -54,7 +54,8 @@ When procwarden stops the command (or ends what it left behind), one line on std
 
 A signal sent to procwarden (INT, TERM, HUP, QUIT, ALRM, USR1, USR2, PIPE, XCPU, XFSZ, VTALRM,
 PROF) stops the command the same graceful way, then procwarden exits 128+N. The terminal's own
-signals (INT, QUIT, HUP) reach the tree as they are; the others become --signal. A second signal
+signals (INT, QUIT, HUP) reach the tree as they are (a member that ignores one, as a script's
+background jobs ignore INT, gets --signal instead); the others become --signal. A second signal
 sends SIGKILL at once.
 
 Exit status:

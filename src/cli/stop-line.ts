@@ -1,6 +1,7 @@
 import type { RunResult } from '../types.js';
 import type { Paint } from './colour.js';
 import { formatMs, processes, sigkillRefused, sigkillSent } from './format.js';
+import { TERMINAL_SIGNALS } from './signals.js';
 
 export interface StopContext {
   timeoutMs: number;
@@ -31,6 +32,28 @@ function why(result: RunResult, ctx: StopContext): string | null {
 }
 
 /**
+ * The graceful signal and how many got it: "SIGTERM to 3 processes". A signal passed on from the
+ * terminal goes to the members that heed it; those that ignore it (a shell's background jobs and
+ * SIGINT) got the run's own: "SIGINT to 1 process, SIGTERM to 2 that ignore it".
+ */
+function firstSignals(
+  report: NonNullable<RunResult['tree']['report']>,
+  passedOn: NodeJS.Signals | null,
+): string {
+  const firsts = report.members.flatMap((m) => (m.signals[0] ? [m.signals[0].signal] : []));
+  const main = passedOn ?? firsts[0] ?? 'a signal';
+  // A member first signalled with SIGKILL was found after the grace: it counts with the rest.
+  const instead = firsts.filter((s) => s !== main && s !== 'SIGKILL');
+  const heeded = report.signalled - instead.length;
+  const parts = heeded > 0 ? [`${main} to ${processes(heeded)}`] : [];
+  for (const signal of new Set(instead)) {
+    const n = instead.filter((s) => s === signal).length;
+    parts.push(`${signal} to ${heeded > 0 ? n : processes(n)} that ignore${n === 1 ? 's' : ''} ${main}`);
+  }
+  return parts.join(', ');
+}
+
+/**
  * The one human line printed when procwarden stopped a run (or cleaned up after it): why, what was
  * signalled, whether SIGKILL was needed, how long it took. Null when there is nothing to say.
  */
@@ -40,8 +63,8 @@ export function stopLine(result: RunResult, ctx: StopContext, paint: Paint): str
   if (reason === null) return null;
   const parts = [reason];
   if (report && report.signalled > 0) {
-    const first = report.members.find((m) => m.signals.length > 0)?.signals[0]?.signal ?? 'a signal';
-    parts.push(`${first} to ${processes(report.signalled)}`);
+    const passedOn = ctx.received && TERMINAL_SIGNALS.includes(ctx.received) ? ctx.received : null;
+    parts.push(firstSignals(report, passedOn));
     // "no SIGKILL needed" only when none was sent: a member that survived it was sent it too.
     const sent = sigkillSent(report);
     const grace = formatMs(report.graceUsedMs ?? ctx.graceMs);

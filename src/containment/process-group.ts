@@ -19,10 +19,14 @@ export class ProcessGroupContainment extends ScannedContainment {
     return { ...plan, newSession: true };
   }
 
-  override async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {
+  override async signal(
+    signal: NodeJS.Signals,
+    members: ProcessInfo[],
+    only?: boolean,
+  ): Promise<ProcessInfo[]> {
     const pgid = this.membership.rootInfo?.pid;
     const inGroup = members.filter((m) => m.pgid === pgid);
-    if (pgid === undefined || inGroup.length === 0) return super.signal(signal, members);
+    if (pgid === undefined || inGroup.length === 0 || only) return super.signal(signal, members);
     // Any member still in the group vouches for it; none left (or the group refused): by pid.
     if ((await this.deliverer.toGroup(pgid, inGroup, signal)) !== 'sent')
       return super.signal(signal, members);

@@ -219,6 +219,12 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
       : Math.min(stop.graceMs, Math.max(0, stop.atMs + stop.graceMs - Date.now()))
     : crashGrace(record.graceMs);
   const signalled = new Set(stop?.signalled);
+  let instead: NodeJS.Signals | undefined;
+  try {
+    instead = normalizeSignal(record.killSignal);
+  } catch {
+    // noted above when it was the signal used
+  }
   if (stop)
     notes.push(`the run was ending when its supervisor died (${stop.signal}); its sequence was taken over`);
   const report = await terminate(target, {
@@ -226,6 +232,8 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
     graceMs: ctx.graceMs ?? grace,
     clock: ctx.clock,
     table: ctx.table,
+    // As the host would have: a passed-on signal (SIGINT) goes to those that ignore it as the run's own.
+    ...(instead ? { insteadIfIgnored: instead } : {}),
     ...(signalled.size > 0
       ? { signalledBefore: (m: ProcessInfo) => signalled.has(`${m.pid}@${m.startTime}`) }
       : {}),

@@ -1,4 +1,5 @@
 import { type Clock, sleep } from '../clock.js';
+import { signalNumber } from '../options/index.js';
 import { type ProcessInfo, type ProcessTable, stillAlive } from '../tree/index.js';
 import type { MemberReport, TerminateReport } from '../types.js';
 
@@ -11,8 +12,11 @@ export interface KillTarget {
    * than a scan completes.
    */
   members(scan?: MemberScan): Promise<ProcessInfo[]>;
-  /** Delivers `signal` to all of `members` at once; returns those it reached. */
-  signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]>;
+  /**
+   * Delivers `signal` to all of `members` at once; returns those it reached. With `only`, to them
+   * and nobody else: no group signal that would also reach their group's other members.
+   */
+  signal(signal: NodeJS.Signals, members: ProcessInfo[], only?: boolean): Promise<ProcessInfo[]>;
   /** Notes gathered while signalling (refusals, EPERM). */
   readonly notes?: readonly string[];
 }
@@ -35,6 +39,12 @@ export interface TerminatePlan {
    * true got the graceful signal from it, and get only the rest of the grace, not a second signal.
    */
   signalledBefore?: (member: ProcessInfo) => boolean;
+  /**
+   * A member that ignores `signal` (as the table reads it) gets this graceful signal instead. A
+   * signal passed on from a terminal (Ctrl-C's SIGINT) is one a shell's background jobs ignore,
+   * and they would sit out the grace until SIGKILL.
+   */
+  insteadIfIgnored?: NodeJS.Signals;
   /** Called once the first signal has gone out, with the members it reached (not when there were none). */
   onSignalled?: (reached: readonly ProcessInfo[]) => void;
 }
@@ -77,9 +87,13 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
       if (r.signals.at(-1)?.signal !== signal) r.signals.push({ signal, atMs });
     }
   };
-  const send = async (signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> => {
+  const send = async (
+    signal: NodeJS.Signals,
+    members: ProcessInfo[],
+    only?: boolean,
+  ): Promise<ProcessInfo[]> => {
     if (members.length === 0) return [];
-    const reached = await target.signal(signal, members);
+    const reached = await target.signal(signal, members, only);
     record(reached, signal);
     // Listed, then gone (or refused) before its signal: still part of the report.
     const hit = new Set(reached.map(key));
@@ -99,7 +113,13 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     return reached;
   };
   const graceful = async (members: ProcessInfo[]): Promise<ProcessInfo[]> => {
-    const reached = await send(plan.signal, members);
+    const { heed, ignore } = byDisposition(plan, members);
+    // The members that heed the signal may share a group with those that ignore it: the substitute
+    // goes to each of these by pid, never to the group, so the others get the signal as it is.
+    const reached = [
+      ...(await send(plan.signal, heed)),
+      ...(await send(ignore.signal, ignore.members, true)),
+    ];
     // A stopped member cannot act on SIGTERM until it is continued.
     if (
       plan.signal !== 'SIGKILL' &&
@@ -181,6 +201,30 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     durationMs: Math.round(clock.now() - t0),
     graceUsedMs: killedAt === null ? null : Math.round(killedAt - graceFrom),
     notes: [...(target.notes ?? []), ...notes],
+  };
+}
+
+/** Splits `members` by whether they ignore the plan's graceful signal (see insteadIfIgnored). */
+function byDisposition(
+  plan: TerminatePlan,
+  members: ProcessInfo[],
+): { heed: ProcessInfo[]; ignore: { signal: NodeJS.Signals; members: ProcessInfo[] } } {
+  const instead = plan.insteadIfIgnored;
+  const number = signalNumber(plan.signal);
+  if (
+    !instead ||
+    instead === plan.signal ||
+    plan.signal === 'SIGKILL' ||
+    !plan.table.ignores ||
+    number === 0
+  ) {
+    return { heed: members, ignore: { signal: plan.signal, members: [] } };
+  }
+  const ignores = plan.table.ignores.bind(plan.table);
+  const ignoring = members.filter((m) => ignores(m.pid, number) === true);
+  return {
+    heed: members.filter((m) => !ignoring.includes(m)),
+    ignore: { signal: instead, members: ignoring },
   };
 }
 

@@ -296,6 +296,7 @@ export class ManagedRun implements RunHandle {
         clock,
         table,
         escalate: this.escalation.signal,
+        insteadIfIgnored: this.spec.killSignal,
         onSignalled: (reached) => {
           if (!onStopping) return;
           // Only a tree still alive a moment later is worth a file: most are gone within a few

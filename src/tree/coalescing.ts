@@ -18,12 +18,14 @@ export class CoalescingTable implements ProcessTable {
   readonly findByEnv: ProcessTable['findByEnv'];
   readonly sweep: ProcessTable['sweep'];
   readonly births: ProcessTable['births'];
+  readonly ignores: ProcessTable['ignores'];
   private pendingList: Promise<ProcessInfo[]> | null = null;
   private pendingSweeps: { queries: EnvQuery[]; answer: Promise<Sweep[]> } | null = null;
 
   constructor(private readonly inner: BatchSweepTable) {
     this.name = inner.name;
     this.births = inner.births?.bind(inner);
+    this.ignores = inner.ignores?.bind(inner);
     const batched = inner.sweepMany;
     this.sweep = batched ? (query) => this.sharedSweep(query, batched.bind(inner)) : inner.sweep?.bind(inner);
     this.findByEnv = batched

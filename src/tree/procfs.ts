@@ -47,6 +47,14 @@ export class ProcfsTable implements ProcessTable {
     return info?.state === 'Z' ? liveThreadOf(info, this.root, (path) => this.readSmall(path)) : info;
   }
 
+  ignores(pid: number, signal: number): boolean | null {
+    if (!Number.isInteger(signal) || signal < 1 || signal > 64) return null;
+    const text = this.readSmall(`${this.root}/${pid}/status`);
+    const mask = text === null ? undefined : /\nSigIgn:\s*([0-9a-f]+)/.exec(text)?.[1];
+    if (mask === undefined) return null;
+    return ((BigInt(`0x${mask}`) >> BigInt(signal - 1)) & 1n) === 1n;
+  }
+
   /**
    * /proc/stat's `processes`: every fork and clone since boot, in every namespace (see
    * ProcessTable.births). Never believed again once it has gone back.

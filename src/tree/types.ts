@@ -112,6 +112,11 @@ export interface ProcessTable {
    * died. Optional: procfs offers it (/proc/stat `processes`).
    */
   births?(): number | null;
+  /**
+   * Whether process `pid` ignores signal number `signal` now (its disposition is SIG_IGN); null
+   * when that cannot be read (gone). Optional: procfs offers it (/proc/PID/status SigIgn).
+   */
+  ignores?(pid: number, signal: number): boolean | null;
 }
 
 /**
