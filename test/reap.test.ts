@@ -338,20 +338,24 @@ describe('reap of a run that was ending when its supervisor died (a stop record)
    * record-signals.sh: a parent and a child that record every signal; in `stay` mode only SIGKILL
    * ends them, else they exit once they recorded one.
    */
-  async function recordingTree(cookie: string, stay = true) {
+  /** A fixture's tree, as a dead host's run would have left it; ready once it wrote `count` pids. */
+  async function deadRunTree(cookie: string, script: string, args: string[], count: number) {
     const dir = leaks.trackDir(makeTmp('pw-stop-'));
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));
-    const tree = spawn(fixture('record-signals.sh'), [dir, ...(stay ? ['stay'] : [])], {
+    const tree = spawn(fixture(script), [dir, ...args], {
       detached: true,
       stdio: 'ignore',
       env: { ...process.env, PROCWARDEN_RUN: cookie },
     });
     leaks.track(tree.pid);
-    await waitFor(() => readPids(dir).size === 2, { what: 'parent and child up' });
+    await waitFor(() => readPids(dir).size === count, { what: `${script} up` });
     for (const pid of readPids(dir).values()) leaks.track(pid);
     const pid = tree.pid as number;
     return { dir, stateDir, pid };
   }
+
+  const recordingTree = (cookie: string, stay = true) =>
+    deadRunTree(cookie, 'record-signals.sh', stay ? ['stay'] : [], 2);
 
   function writeRecords(
     stateDir: string,
@@ -405,17 +409,8 @@ describe('reap of a run that was ending when its supervisor died (a stop record)
 
   it("a taken-over SIGINT: members that ignore it (a script's background jobs) get the record's killSignal", async () => {
     const runId = 'pwtestdead-stop-int';
-    const dir = leaks.trackDir(makeTmp('pw-stop-'));
-    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
-    const tree = spawn(fixture('bg-jobs.sh'), [dir], {
-      detached: true,
-      stdio: 'ignore',
-      env: { ...process.env, PROCWARDEN_RUN: runId },
-    });
-    leaks.track(tree.pid);
-    await waitFor(() => readPids(dir).size === 3, { what: 'the script and its jobs up' });
-    for (const pid of readPids(dir).values()) leaks.track(pid);
-    writeRecords(stateDir, runId, tree.pid as number, {
+    const { dir, stateDir, pid } = await deadRunTree(runId, 'bg-jobs.sh', [], 3);
+    writeRecords(stateDir, runId, pid, {
       signal: 'SIGINT',
       atMs: Date.now(),
       graceMs: 20_000,
