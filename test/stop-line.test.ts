@@ -3,7 +3,13 @@ import { painter } from '../src/cli/colour.js';
 import { stopLine } from '../src/cli/stop-line.js';
 import type { RunResult, TerminateReport } from '../src/types.js';
 
-const ctx = { timeoutMs: 2000, idleTimeoutMs: 0, graceMs: 1000, received: null };
+const ctx = {
+  timeoutMs: 2000,
+  idleTimeoutMs: 0,
+  graceMs: 1000,
+  received: null,
+  killSignal: 'SIGTERM' as const,
+};
 
 function timedOut(report: TerminateReport): RunResult {
   return {
@@ -109,9 +115,20 @@ describe('stopLine', () => {
       );
     });
 
-    it('a member found only after the grace, whose first signal was SIGKILL, is not one that ignored it', () => {
-      expect(line(report(member(12, 'SIGINT', 'SIGKILL'), member(30, 'SIGKILL')))).toBe(
-        'procwarden: got SIGINT, stopping the command; SIGINT to 2 processes; 2 needed SIGKILL after 1 s; all gone in 40 ms',
+    it('a member found only after the grace, first signalled with SIGKILL or SIGSTOP, is not one that ignored it', () => {
+      expect(
+        line(
+          report(member(12, 'SIGINT', 'SIGKILL'), member(30, 'SIGKILL'), member(31, 'SIGSTOP', 'SIGKILL')),
+        ),
+      ).toBe(
+        'procwarden: got SIGINT, stopping the command; SIGINT to 3 processes; 3 needed SIGKILL after 1 s; all gone in 40 ms',
+      );
+      expect(
+        line(
+          report(member(12, 'SIGINT', 'SIGKILL'), member(20, 'SIGTERM'), member(31, 'SIGSTOP', 'SIGKILL')),
+        ),
+      ).toBe(
+        'procwarden: got SIGINT, stopping the command; SIGINT to 2 processes, SIGTERM to 1 that ignores SIGINT; 2 needed SIGKILL after 1 s; all gone in 40 ms',
       );
     });
   });

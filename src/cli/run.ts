@@ -183,7 +183,7 @@ export async function runCommand(args: string[]): Promise<number> {
   } else if (!values.quiet) {
     const line = stopLine(
       result,
-      { timeoutMs, idleTimeoutMs, graceMs, received },
+      { timeoutMs, idleTimeoutMs, graceMs, received, killSignal },
       painter(useColour(process.stderr)),
     );
     if (line) process.stderr.write(`${line}\n`);

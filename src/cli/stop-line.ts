@@ -9,6 +9,8 @@ export interface StopContext {
   graceMs: number;
   /** The signal procwarden itself received, when that is what stopped the run. */
   received: NodeJS.Signals | null;
+  /** The run's graceful signal (--signal): what a member that ignores a passed-on signal got instead. */
+  killSignal: NodeJS.Signals;
 }
 
 function why(result: RunResult, ctx: StopContext): string | null {
@@ -34,23 +36,21 @@ function why(result: RunResult, ctx: StopContext): string | null {
 /**
  * The graceful signal and how many got it: "SIGTERM to 3 processes". A signal passed on from the
  * terminal goes to the members that heed it; those that ignore it (a shell's background jobs and
- * SIGINT) got the run's own: "SIGINT to 1 process, SIGTERM to 2 that ignore it".
+ * SIGINT) got the run's own: "SIGINT to 1 process, SIGTERM to 2 that ignore it". A member whose
+ * first signal was a SIGKILL or a SIGSTOP (found in the chase after the grace) counts with the rest.
  */
 function firstSignals(
   report: NonNullable<RunResult['tree']['report']>,
   passedOn: NodeJS.Signals | null,
+  killSignal: NodeJS.Signals,
 ): string {
   const firsts = report.members.flatMap((m) => (m.signals[0] ? [m.signals[0].signal] : []));
   const main = passedOn ?? firsts[0] ?? 'a signal';
-  // A member first signalled with SIGKILL was found after the grace: it counts with the rest.
-  const instead = firsts.filter((s) => s !== main && s !== 'SIGKILL');
-  const heeded = report.signalled - instead.length;
-  const parts = heeded > 0 ? [`${main} to ${processes(heeded)}`] : [];
-  for (const signal of new Set(instead)) {
-    const n = instead.filter((s) => s === signal).length;
-    parts.push(`${signal} to ${heeded > 0 ? n : processes(n)} that ignore${n === 1 ? 's' : ''} ${main}`);
-  }
-  return parts.join(', ');
+  const instead = passedOn && passedOn !== killSignal ? firsts.filter((s) => s === killSignal).length : 0;
+  const heeded = report.signalled - instead;
+  if (instead === 0) return `${main} to ${processes(heeded)}`;
+  const ignoring = `${killSignal} to ${heeded > 0 ? instead : processes(instead)} that ignore${instead === 1 ? 's' : ''} ${main}`;
+  return heeded > 0 ? `${main} to ${processes(heeded)}, ${ignoring}` : ignoring;
 }
 
 /**
@@ -64,7 +64,7 @@ export function stopLine(result: RunResult, ctx: StopContext, paint: Paint): str
   const parts = [reason];
   if (report && report.signalled > 0) {
     const passedOn = ctx.received && TERMINAL_SIGNALS.includes(ctx.received) ? ctx.received : null;
-    parts.push(firstSignals(report, passedOn));
+    parts.push(firstSignals(report, passedOn, ctx.killSignal));
     // "no SIGKILL needed" only when none was sent: a member that survived it was sent it too.
     const sent = sigkillSent(report);
     const grace = formatMs(report.graceUsedMs ?? ctx.graceMs);
