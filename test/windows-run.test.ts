@@ -9,17 +9,27 @@ const A = 41000;
 const B = 42000;
 const C = 43000;
 
-/** Stands in for node:child_process on Windows: the run's direct child is A of the recorded tree. */
-function windowsRun() {
-  const win = new FakeWindows('three-level.json').withoutDanglingParents();
+/**
+ * Stands in for node:child_process on Windows: the run's direct child is A of the recorded tree.
+ * `pty`: the launcher is the PTY one, and reports A's exit `lateMs` after A is gone from the table
+ * with its pid free (node-pty's ConPTY thread closes the process handle before the exit reaches
+ * JavaScript, and the exit waits for the output to be drained).
+ */
+function windowsRun({ pty = false, lateMs = 0, dangling = false } = {}) {
+  const win = new FakeWindows('three-level.json');
+  if (!dangling) win.withoutDanglingParents();
   const table = new WindowsTable({ runner: win.runner, env: { SystemRoot: 'C:\\Windows' } });
   const childKills: (string | undefined)[] = [];
   let events: LaunchEvents | undefined;
   let outputEnded: () => void = () => {};
   win.onExit = (pid) => {
     if (pid !== A) return;
-    events?.exited(1, null);
-    outputEnded();
+    const report = () => {
+      events?.exited(1, null);
+      outputEnded();
+    };
+    if (lateMs > 0) setTimeout(report, lateMs);
+    else report();
   };
   const launcher: Launcher = (plan, _options, ev) => {
     expect(plan.newSession).toBe(false);
@@ -40,7 +50,11 @@ function windowsRun() {
       },
     };
   };
-  const sup = new Supervisor({ table, send: win.send, launchers: { child: launcher } });
+  const sup = new Supervisor({
+    table,
+    send: win.send,
+    launchers: pty ? { pty: launcher } : { child: launcher },
+  });
   return { win, table, sup, childKills };
 }
 
@@ -165,6 +179,64 @@ describe('a run on Windows (recorded outputs, injected launcher)', () => {
     expect(win.alive(B) || win.alive(C)).toBe(false);
     expect(win.alive(A) && win.alive(46000)).toBe(true);
     expect(JSON.stringify(win.calls)).not.toContain('46000');
+  });
+
+  describe('a PTY run, whose exit is heard after its pid is free (review)', () => {
+    const isPs = (file: string) => file.toLowerCase().endsWith('powershell.exe');
+
+    it("a newer holder of the root's pid has a child before the late exit report: the root's own children end, that child does not", async () => {
+      const { win, sup } = windowsRun({ pty: true, lateMs: 40 });
+      let first = true;
+      win.afterCall = (call) => {
+        if (!first || !isPs(call.file)) return;
+        first = false; // the first read saw A alive
+        win.exit(A);
+        win.reuse(A, 'OUTLOOK.EXE', 3000, Date.now());
+        win.reuse(46000, 'outlook-helper.exe', A, Date.now() + 1);
+      };
+      await sup.spawn({ argv: ['pwsh.exe'], mode: 'pty', graceMs: 50 }).result;
+      expect(win.alive(B) || win.alive(C)).toBe(false);
+      expect(win.alive(46000)).toBe(true);
+      expect(JSON.stringify(win.taskkillCalls())).not.toContain('46000');
+    });
+  });
+
+  it("a stranger given the pid a moment before the exit was heard, closer than the clocks' slack, is left alone", async () => {
+    const { win, sup } = windowsRun();
+    let done = false;
+    win.beforeCall = (call) => {
+      if (done || !call.file.toLowerCase().endsWith('powershell.exe')) return;
+      done = true;
+      // Its creation date reads 10 ms before Node's clock heard the exit: two clocks, either a tick sample.
+      const heard = Date.now();
+      win.exit(A);
+      win.reuse(A, 'OUTLOOK.EXE', 3000, heard - 10);
+    };
+    const result = await sup.spawn({ argv: ['git.exe', '--version'] }).result;
+    expect(win.taskkillCalls()).toEqual([]);
+    expect(win.alive(A)).toBe(true);
+    expect(result.notes.join('\n')).toContain(`pid ${A} was read after the command had exited`);
+    win.exit(B);
+    win.exit(C);
+  });
+
+  it("a member's child seen only in the graceful step's own read is still ended once that member is gone (review)", async () => {
+    // A real host has dangling parents: no /T, each member by its own pid.
+    const { win, sup } = windowsRun({ dangling: true });
+    win.behaviour.set(B, { closesOnRequest: true }); // B has a window: the graceful step ends it
+    let full = 0;
+    win.beforeCall = (call) => {
+      if (!call.file.toLowerCase().endsWith('powershell.exe')) return;
+      const script = Buffer.from(call.args.at(-1) ?? '', 'base64').toString('utf16le');
+      if (script.includes('-Filter')) return;
+      // The second full read is the graceful step's own: D is born to B just before it.
+      if (++full === 2) win.reuse(44000, 'cl.exe', B, Date.now() - 1000);
+    };
+    const result = await sup.spawn({ argv: ['cmd.exe', '/c', 'build.cmd'], timeoutMs: 30, graceMs: 100 })
+      .result;
+    expect(result.reason).toBe('overall-timeout');
+    expect(win.alive(B)).toBe(false);
+    expect(win.alive(44000)).toBe(false);
   });
 });
 

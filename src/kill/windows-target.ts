@@ -8,9 +8,22 @@ import { Taskkill, type TaskkillResult } from './taskkill.js';
 /** The launcher's own handle on the direct child: on Windows a process handle, immune to pid reuse. */
 export interface ChildHandle {
   kill?(signal?: NodeJS.Signals): boolean;
-  /** When (Unix ms) the launcher reported the child's exit; null while it has not. */
+  /**
+   * When (Unix ms) the launcher reported the child's exit; null while it has not. Only from a
+   * launcher that keeps the child's process handle open until then (node:child_process: libuv
+   * closes it after the exit callback), so that its pid cannot be anyone else's before. node-pty's
+   * ConPTY thread closes it first, and reports the exit later: a PTY run offers none.
+   */
   exitHeardAt?(): number | null;
 }
+
+/**
+ * How far apart Windows' process creation dates and Node's Date.now() may be: both are the system
+ * time, but either may be a sample of the 15.6 ms clock tick. A comparison between them only
+ * counts when it holds by two ticks, in the direction that never adopts a stranger (a leftover of
+ * a command that lived less than this may be missed).
+ */
+const CLOCK_SLACK_MS = 32;
 
 export interface WindowsTargetOptions {
   /** The per-pid fallback when taskkill cannot be used (process.kill by default). */
@@ -45,7 +58,7 @@ export class WindowsTreeTarget {
   readonly notes: string[] = [];
   private readonly noted = new Set<string>();
   private readonly known = new Map<string, ProcessInfo>();
-  /** Per member, a time (Unix ms) taken before a read that showed it alive: it held its pid then. */
+  /** Per member, a time (Unix ms) taken before the last read that showed it alive: it held its pid then. */
   private readonly aliveAt = new Map<string, number>();
   /** Members already asked to close: a console process refuses every time, so it is asked once. */
   private readonly asked = new Set<string>();
@@ -67,21 +80,21 @@ export class WindowsTreeTarget {
 
   /**
    * Records the root by identity; `child` is the launcher's handle when procwarden started it.
-   * Node holds the child's process handle until it has reported the exit, and Windows gives no
-   * process a pid that an open handle still names: a row read while the exit was unheard is the
-   * command. Once it was heard, the pid may already be a newer process's (a command that exits at
-   * once, and PowerShell answers in hundreds of milliseconds): the row is the command only if it
-   * was created before the exit was heard, and a newer process is never taken for the root.
+   * With `exitHeardAt` (see ChildHandle), the launcher holds the child's process handle until it
+   * has reported the exit, and Windows gives no process a pid that an open handle still names: a
+   * row read while the exit was unheard is the command. Once it was heard, the pid may already be
+   * a newer process's (a command that exits at once, and PowerShell answers in hundreds of
+   * milliseconds): the row is taken for the command only if it was created before the exit was
+   * heard by more than the clocks' slack.
    */
   async attach(pid: number, child?: ChildHandle): Promise<void> {
     this.child = child;
     const before = Date.now();
     const root = await this.table.get(pid);
     const heard = child?.exitHeardAt?.() ?? null;
-    // Date.now() truncates to the millisecond; CreationDate has 100 ns steps.
-    if (root && heard !== null && createdBefore(root.startTime, heard + 1) !== true) {
+    if (root && heard !== null && createdBefore(root.startTime, heard - CLOCK_SLACK_MS) !== true) {
       this.note(
-        `pid ${pid} was read after the command had exited and belongs to "${root.command}", created since: not the run's, left alone`,
+        `pid ${pid} was read after the command had exited and belongs to "${root.command}", created since (or too close to tell): not the run's, left alone`,
       );
       this.adopt(null);
       return;
@@ -96,20 +109,9 @@ export class WindowsTreeTarget {
   }
 
   async members(): Promise<ProcessInfo[]> {
-    const before = Date.now();
     const snap = await this.read();
     if (!snap) return this.blindMembers();
     const byPid = new Map(snap.processes.map((p) => [p.pid, p]));
-    const roots: number[] = [];
-    const gone: ProcessInfo[] = [];
-    for (const k of this.known.values()) {
-      if (byPid.get(k.pid)?.startTime === k.startTime) roots.push(k.pid);
-      else gone.push(k);
-    }
-    const found = this.orphansOf(gone, snap, before);
-    roots.push(...found.map((p) => p.pid));
-    for (const p of [...found, ...descendantsOf(snap.processes, roots)]) this.known.set(key(p), p);
-    for (const pid of roots) this.aliveAt.set(key(byPid.get(pid) as ProcessInfo), before);
     const out: ProcessInfo[] = [];
     for (const k of this.known.values()) {
       const now = byPid.get(k.pid);
@@ -121,12 +123,35 @@ export class WindowsTreeTarget {
   }
 
   /**
+   * What a snapshot taken at `before` says of the tree, whichever step took it (a member's child
+   * seen in the graceful step's read is remembered even if the member dies before the next): the
+   * members it shows alive held their pids then, their descendants are members, and so are the
+   * orphans of those that died.
+   */
+  private observe(snap: WindowsSnapshot, before: number): void {
+    const byPid = new Map(snap.processes.map((p) => [p.pid, p]));
+    const roots: number[] = [];
+    const gone: ProcessInfo[] = [];
+    for (const k of this.known.values()) {
+      if (byPid.get(k.pid)?.startTime === k.startTime) roots.push(k.pid);
+      else gone.push(k);
+    }
+    const found = this.orphansOf(gone, snap);
+    roots.push(...found.map((p) => p.pid));
+    for (const p of [...found, ...descendantsOf(snap.processes, roots)]) {
+      this.known.set(key(p), p);
+      this.aliveAt.set(key(p), before);
+    }
+    for (const pid of roots) this.aliveAt.set(key(byPid.get(pid) as ProcessInfo), before);
+  }
+
+  /**
    * Processes whose parent is a member that died since it was last read: Windows keeps the dead
    * parent's pid as their ppid, so no walk from a live member finds them. A pid may have gone to a
    * newer process whose children name it too: only a process created while the member still held
    * the pid (after its creation, before the last time it was seen alive) is the member's child.
    */
-  private orphansOf(gone: ProcessInfo[], snap: WindowsSnapshot, now: number): ProcessInfo[] {
+  private orphansOf(gone: ProcessInfo[], snap: WindowsSnapshot): ProcessInfo[] {
     if (gone.length === 0) return [];
     const out: ProcessInfo[] = [];
     for (const p of snap.processes) {
@@ -135,21 +160,23 @@ export class WindowsTreeTarget {
       const named = snap.cutLinks.get(p.pid) ?? p.ppid;
       const parent = gone.find(
         (k) =>
-          k.pid === named &&
-          (compareCreated(k.startTime, p.startTime) ?? 1) <= 0 &&
-          createdBefore(p.startTime, this.heldPidUntil(k, now)) === true,
+          k.pid === named && (compareCreated(k.startTime, p.startTime) ?? 1) <= 0 && this.bornWhileHeld(p, k),
       );
       if (parent) out.push(p);
     }
     return out;
   }
 
-  /** The last time (Unix ms) a member is known to have held its pid. */
-  private heldPidUntil(member: ProcessInfo, now: number): number {
-    const seen = this.aliveAt.get(key(member)) ?? 0;
-    if (!this.root || key(member) !== key(this.root) || !this.child?.exitHeardAt) return seen;
-    // The launcher's handle keeps the root's pid from reuse until the exit is reported.
-    return Math.max(seen, this.child.exitHeardAt() ?? now);
+  /** Whether `p` was created while `member` still held its pid, by more than the clocks' slack. */
+  private bornWhileHeld(p: ProcessInfo, member: ProcessInfo): boolean {
+    let until = this.aliveAt.get(key(member)) ?? 0;
+    if (this.root && key(member) === key(this.root) && this.child?.exitHeardAt) {
+      // The launcher's handle keeps the root's pid from reuse until the exit is reported.
+      const heard = this.child.exitHeardAt();
+      if (heard === null) return true;
+      until = Math.max(until, heard);
+    }
+    return createdBefore(p.startTime, until - CLOCK_SLACK_MS) === true;
   }
 
   async signal(signal: NodeJS.Signals, members: ProcessInfo[]): Promise<ProcessInfo[]> {
@@ -290,9 +317,11 @@ export class WindowsTreeTarget {
 
   /** A fresh enumeration, which also refreshes our ancestry for the guard; null when it failed. */
   private async read(): Promise<WindowsSnapshot | null> {
+    const before = Date.now();
     try {
       const snap = await this.table.snapshot();
       await this.guard.refresh(new SnapshotTable(snap.processes));
+      this.observe(snap, before);
       return snap;
     } catch (error) {
       this.note(`process table unavailable: ${(error as Error).message}`);

@@ -216,7 +216,8 @@ export class ManagedRun implements RunHandle {
     const launched = this.launched;
     const child: ChildHandle = {
       kill: (signal) => launched.kill?.(signal) ?? false,
-      exitHeardAt: () => this.exitHeardAt,
+      // node-pty closes a ConPTY child's handle before it reports the exit: no bound from it.
+      ...(this.spec.mode === 'child' ? { exitHeardAt: () => this.exitHeardAt } : {}),
     };
     this.attached = this.hold.attach(pid, child).catch((error) => {
       this.notes.push(`could not record the command's identity: ${describeThrown(error)}`);
