@@ -92,9 +92,16 @@ export interface CancelOptions {
   /**
    * The graceful signal for this cancel, e.g. the SIGINT a CLI received and passes on. A member
    * that ignores it (a shell's background jobs ignore SIGINT and SIGQUIT) gets the run's
-   * `killSignal` instead, where the process table can tell (Linux).
+   * `killSignal` instead, by its pid, once no member that heeds it is left (a parent that catches
+   * it may be ending its workers itself), where the process table can tell (Linux); see `ifIgnored`.
    */
   signal?: NodeJS.Signals | number;
+  /**
+   * What a member that ignores `signal` gets: `'kill-signal'` (default) as above, or `'nothing'`:
+   * it waits out the grace, then SIGKILL, as coreutils `timeout` passes a signal on (a `nohup`ed
+   * command keeps ignoring SIGHUP).
+   */
+  ifIgnored?: 'kill-signal' | 'nothing';
 }
 
 export interface RunHandle {

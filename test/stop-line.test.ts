@@ -131,5 +131,12 @@ describe('stopLine', () => {
         'procwarden: got SIGINT, stopping the command; SIGINT to 2 processes, SIGTERM to 1 that ignores SIGINT; 2 needed SIGKILL after 1 s; all gone in 40 ms',
       );
     });
+
+    it('a SIGINT that came after a timeout began the sequence changed nothing: no split (review)', () => {
+      const r = report(member(12, 'SIGTERM'), member(20, 'SIGTERM'));
+      expect(stopLine(timedOut(r), { ...ctx, received: 'SIGINT' }, painter(false))).toBe(
+        'procwarden: got SIGINT, stopping the command; SIGTERM to 2 processes; no SIGKILL needed; all gone in 40 ms',
+      );
+    });
   });
 });

@@ -51,6 +51,28 @@ describe.each(MODES)('containment %s', (containment) => {
       for (const pid of pids.values()) expect(alive(pid)).toBe(false);
     });
 
+    it('a member whose parent heeds it waits for that parent: a script that ends its jobs its own way on Ctrl-C is left to (review)', async () => {
+      const { handle, dir } = await startReady('bg-jobs.sh', { graceMs: 20_000 }, ['coordinate']);
+      const pids = readPids(dir);
+      handle.cancel('Ctrl-C', { signal: 'SIGINT' });
+      const r = await handle.result;
+      expect(readFileSync(join(dir, 'job1.sig'), 'utf8')).toBe('USR1\n');
+      expect(r.escalated).toBe(false);
+      for (const pid of pids.values()) expect(alive(pid)).toBe(false);
+    });
+
+    it("with ifIgnored: 'nothing', a member that ignores it waits out the grace, then SIGKILL", async () => {
+      const { handle, dir } = await startReady('bg-jobs.sh', { graceMs: 300 });
+      const pids = readPids(dir);
+      handle.cancel('Ctrl-C', { signal: 'SIGINT', ifIgnored: 'nothing' });
+      const r = await handle.result;
+      expect(
+        r.tree.report?.members.find((m) => m.pid === pids.get('job2'))?.signals.map((s) => s.signal),
+      ).toEqual(['SIGINT', 'SIGKILL']);
+      expect(r.escalated).toBe(true);
+      for (const pid of pids.values()) expect(alive(pid)).toBe(false);
+    });
+
     it('a member that heeds it gets nothing else: the substitute goes to the others by pid, not to their group', async () => {
       const { handle, dir } = await startReady('bg-jobs.sh', { graceMs: 20_000 }, ['record']);
       const pids = readPids(dir);

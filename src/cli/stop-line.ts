@@ -63,7 +63,12 @@ export function stopLine(result: RunResult, ctx: StopContext, paint: Paint): str
   if (reason === null) return null;
   const parts = [reason];
   if (report && report.signalled > 0) {
-    const passedOn = ctx.received && TERMINAL_SIGNALS.includes(ctx.received) ? ctx.received : null;
+    // Only when the passed-on signal began the sequence: one that came after a timeout began it
+    // changed nothing (the first reason wins).
+    const passedOn =
+      ctx.received && TERMINAL_SIGNALS.includes(ctx.received) && result.reason === 'cancelled'
+        ? ctx.received
+        : null;
     parts.push(firstSignals(report, passedOn, ctx.killSignal));
     // "no SIGKILL needed" only when none was sent: a member that survived it was sent it too.
     const sent = sigkillSent(report);

@@ -141,7 +141,8 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     say(sig);
     if (sig !== 0) {
       if (foreground) signalCommand(sig);
-      else handle.cancel(why, { signal: sig });
+      // As timeout(1): the signal as it is, even to what ignores it (a nohup'ed command and SIGHUP).
+      else handle.cancel(why, { signal: sig, ifIgnored: 'nothing' });
     }
     if (killAfterMs > 0) later(killAfterMs, killNow);
     if (!foreground && sig !== 0) {

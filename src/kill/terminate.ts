@@ -40,9 +40,11 @@ export interface TerminatePlan {
    */
   signalledBefore?: (member: ProcessInfo) => boolean;
   /**
-   * A member that ignores `signal` (as the table reads it) gets this graceful signal instead. A
-   * signal passed on from a terminal (Ctrl-C's SIGINT) is one a shell's background jobs ignore,
-   * and they would sit out the grace until SIGKILL.
+   * A member that ignores `signal` (as the table reads it) gets this graceful signal instead, by
+   * its pid, once no member that heeds `signal` is left. A signal passed on from a terminal
+   * (Ctrl-C's SIGINT) is one a shell's background jobs ignore, and they would sit out the grace
+   * until SIGKILL; but a parent that catches it may be ending its workers its own way, and a
+   * second graceful signal would cut that short. Never SIGKILL: that is the grace's end.
    */
   insteadIfIgnored?: NodeJS.Signals;
   /** Called once the first signal has gone out, with the members it reached (not when there were none). */
@@ -112,14 +114,25 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     }
     return reached;
   };
+  /** Members that ignore the graceful signal, and those that heed it: see insteadIfIgnored. */
+  const deferred = new Map<string, ProcessInfo>();
+  let heeding: ProcessInfo[] = [];
+  const substitute = async (signal: NodeJS.Signals): Promise<ProcessInfo[]> => {
+    if (deferred.size === 0) return [];
+    heeding = await aliveAmong(plan.table, heeding, 0);
+    if (heeding.length > 0) return [];
+    const due = [...deferred.values()];
+    deferred.clear();
+    // They may share a group with members that heed the signal: by pid, never to the group.
+    return send(signal, due, true);
+  };
   const graceful = async (members: ProcessInfo[]): Promise<ProcessInfo[]> => {
     const { heed, ignore } = byDisposition(plan, members);
-    // The members that heed the signal may share a group with those that ignore it: the substitute
-    // goes to each of these by pid, never to the group, so the others get the signal as it is.
-    const reached = [
-      ...(await send(plan.signal, heed)),
-      ...(await send(ignore.signal, ignore.members, true)),
-    ];
+    const reached = await send(plan.signal, heed);
+    heeding.push(...reached);
+    for (const m of ignore.members) deferred.set(key(m), m);
+    // A script's background jobs go at once when the script died of the signal: on a later poll.
+    reached.push(...(await substitute(ignore.signal)));
     // A stopped member cannot act on SIGTERM until it is continued.
     if (
       plan.signal !== 'SIGKILL' &&
@@ -214,6 +227,7 @@ function byDisposition(
   if (
     !instead ||
     instead === plan.signal ||
+    instead === 'SIGKILL' ||
     plan.signal === 'SIGKILL' ||
     !plan.table.ignores ||
     number === 0

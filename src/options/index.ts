@@ -11,5 +11,6 @@ export {
   type NormalSpec,
   normalizeSpec,
   OUTER_COOKIES_NAME,
+  oneOf,
 } from './normalize.js';
 export { normalizeSignal, signalName, signalNumber } from './signals.js';

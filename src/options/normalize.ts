@@ -98,7 +98,7 @@ function invalid(message: string, code: 'INVALID_SPEC' | 'INVALID_ARGV' | 'INVAL
   return new ProcwardenError(code, message);
 }
 
-function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string, fallback: T): T {
+export function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string, fallback: T): T {
   if (value === undefined) return fallback;
   if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
   throw invalid(`${what}: ${showValue(value)} is not one of ${allowed.join(', ')}.`, 'INVALID_OPTION');

@@ -5,7 +5,7 @@ import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type ChildHandle, type SendSignal, terminate } from '../kill/index.js';
 import { util } from '../lazy-builtins.js';
-import { checkPtyCells, type NormalSpec, normalizeSignal } from '../options/index.js';
+import { checkPtyCells, type NormalSpec, normalizeSignal, oneOf } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
 import type { Launched, Launcher } from '../spawn/index.js';
 import type { ProcessInfo, ProcessTable } from '../tree/index.js';
@@ -76,6 +76,8 @@ export class ManagedRun implements RunHandle {
   private unverified = false;
   /** When the launcher reported the exit (Unix ms, as Windows dates a process's creation). */
   private exitHeardAt: number | null = null;
+  /** Whether a member that ignores a passed-on signal gets killSignal (CancelOptions.ifIgnored). */
+  private substituteIgnored = true;
   private readonly notes: string[] = [];
   private readonly t0: number;
   private stopRecordTimer: TimerHandle | undefined;
@@ -232,6 +234,13 @@ export class ManagedRun implements RunHandle {
 
   cancel(reason?: string, options?: CancelOptions): void {
     const signal = options?.signal;
+    const ifIgnored = oneOf(
+      options?.ifIgnored,
+      ['kill-signal', 'nothing'] as const,
+      'cancel ifIgnored',
+      'kill-signal',
+    );
+    if (!this.reason && this.status !== 'exited') this.substituteIgnored = ifIgnored === 'kill-signal';
     this.stop(
       'cancelled',
       // The result's detail is text: an Error given as the reason says its message.
@@ -297,7 +306,7 @@ export class ManagedRun implements RunHandle {
         clock,
         table,
         escalate: this.escalation.signal,
-        insteadIfIgnored: this.spec.killSignal,
+        ...(this.substituteIgnored ? { insteadIfIgnored: this.spec.killSignal } : {}),
         onSignalled: (reached) => {
           if (!onStopping) return;
           // Only a tree still alive a moment later is worth a file: most are gone within a few
