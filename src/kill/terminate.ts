@@ -235,11 +235,10 @@ function byDisposition(
     return { heed: members, ignore: { signal: plan.signal, members: [] } };
   }
   const ignores = plan.table.ignores.bind(plan.table);
-  const ignoring = members.filter((m) => ignores(m.pid, number) === true);
-  return {
-    heed: members.filter((m) => !ignoring.includes(m)),
-    ignore: { signal: instead, members: ignoring },
-  };
+  const heed: ProcessInfo[] = [];
+  const ignoring: ProcessInfo[] = [];
+  for (const m of members) (ignores(m.pid, number) === true ? ignoring : heed).push(m);
+  return { heed, ignore: { signal: instead, members: ignoring } };
 }
 
 /**
