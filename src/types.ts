@@ -113,6 +113,8 @@ export interface RunHandle {
   /**
    * Ends the tree gracefully (reason 'cancelled'); idempotent, the first reason wins. With
    * `signal`, the tree gets that signal instead of the run's `killSignal` (the grace is the same).
+   * Called again with a `signal` while the tree ends, it sends that signal too, to every member
+   * still alive; the reason, the grace and its SIGKILL stand (SIGKILL itself is kill()).
    */
   cancel(reason?: string, options?: CancelOptions): void;
   kill(): void;

@@ -523,13 +523,53 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
     expect(r.status).toBe(130);
   });
 
-  it('a passed-on signal goes as it is, to what ignores it too: a nohup-style command runs on, 124 (review)', async () => {
-    const cli = startCli(['timeout', '1', 'sh', '-c', 'trap "" HUP; echo ready; sleep 2']);
+  for (const foreground of [false, true]) {
+    it(`a passed-on signal goes as it is, to what ignores it too; the timer still sends -s when it runs out, 124${foreground ? ' (--foreground)' : ''}`, async () => {
+      // timeout(1) keeps its timer after passing a signal on: a nohup'ed command that ignored the
+      // SIGHUP still gets the TERM when the time is up (review).
+      // 3 s: the SIGHUP must come first, also on a loaded machine.
+      const args = [...(foreground ? ['--foreground'] : []), '-v', '3'];
+      const cli = startCli(['timeout', ...args, 'sh', '-c', 'trap "" HUP; echo ready; exec sleep 30']);
+      leaks.track(cli.child.pid);
+      await waitFor(() => cli.stdout().includes('ready'), { what: 'ready' });
+      const t = Date.now();
+      cli.child.kill('SIGHUP');
+      const r = await cli.done;
+      expect(r.status).toBe(124);
+      expect(Date.now() - t).toBeLessThan(15_000);
+      const own = r.stderr.split('\n').filter((l) => l.startsWith('procwarden timeout'));
+      expect(own).toEqual([
+        "procwarden timeout: sending signal HUP to command 'sh'",
+        "procwarden timeout: sending signal TERM to command 'sh'",
+      ]);
+    });
+  }
+
+  it('with -k, a passed-on signal trades the timer for the SIGKILL one, as timeout(1) does', async () => {
+    // The SIGHUP comes first (2 s leave room on a loaded machine); the timer runs out 2 s in, during
+    // the -k wait, and sends nothing; SIGKILL comes 3 s after the SIGHUP: a timeout, forced (137).
+    const cli = startCli([
+      'timeout',
+      '-v',
+      '-k',
+      '3',
+      '2',
+      'sh',
+      '-c',
+      'trap "" HUP; echo ready; exec sleep 30',
+    ]);
     leaks.track(cli.child.pid);
     await waitFor(() => cli.stdout().includes('ready'), { what: 'ready' });
+    const t = Date.now();
     cli.child.kill('SIGHUP');
     const r = await cli.done;
-    expect(r.status).toBe(124);
+    expect(r.status).toBe(137);
+    expect(Date.now() - t).toBeLessThan(15_000);
+    const own = r.stderr.split('\n').filter((l) => l.startsWith('procwarden timeout'));
+    expect(own).toEqual([
+      "procwarden timeout: sending signal HUP to command 'sh'",
+      "procwarden timeout: sending signal KILL to command 'sh'",
+    ]);
   });
 
   it('SIGALRM is the timer firing: the -s signal to the tree, exit 124', async () => {

@@ -73,6 +73,39 @@ describe.each(MODES)('containment %s', (containment) => {
       for (const pid of pids.values()) expect(alive(pid)).toBe(false);
     });
 
+    for (const when of ['at once', 'once the first went out'] as const) {
+      it(`a later cancel with a signal (${when}) sends it to what is left, in the same grace; one without a signal changes nothing`, async () => {
+        const dir = leaks.trackDir(makeTmp());
+        let out = '';
+        // Both ignore SIGHUP (the job inherits the ignored disposition), as a nohup'ed command does.
+        const script =
+          'trap "" HUP; sleep 300 & echo $! > "$0/job.pid"; echo $$ > "$0/main.pid"; echo ready; wait';
+        const handle = sup.spawn({
+          argv: ['sh', '-c', script, dir],
+          output: { onData: (t) => (out += t) },
+          graceMs: 20_000,
+        });
+        leaks.track(handle.pid);
+        await waitFor(() => out.includes('ready'), { what: 'ready' });
+        const pids = readPids(dir);
+        for (const pid of pids.values()) leaks.track(pid);
+        handle.cancel('hang-up', { signal: 'SIGHUP', ifIgnored: 'nothing' });
+        handle.cancel('ignored: no signal');
+        if (when !== 'at once') await new Promise((r) => setTimeout(r, 300));
+        handle.cancel('timer', { signal: 'SIGTERM' });
+        const r = await handle.result;
+        expect(r.reason).toBe('cancelled');
+        expect(r.detail).toBe('hang-up');
+        expect(r.escalated).toBe(false);
+        for (const name of ['main', 'job']) {
+          const member = r.tree.report?.members.find((m) => m.pid === pids.get(name));
+          expect(member?.signals.map((s) => s.signal)).toEqual(['SIGHUP', 'SIGTERM']);
+          expect(member?.outcome).toBe('exited-in-grace');
+        }
+        for (const pid of pids.values()) expect(alive(pid)).toBe(false);
+      });
+    }
+
     it('a member that heeds it gets nothing else: the substitute goes to the others by pid, not to their group', async () => {
       const { handle, dir } = await startReady('bg-jobs.sh', { graceMs: 20_000 }, ['record']);
       const pids = readPids(dir);

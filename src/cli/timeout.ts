@@ -156,8 +156,18 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const fire = () => {
     // The timer runs out while the tree ends: a timeout only while the command itself lives (it
     // died of the signal we passed on at 0.5 s: its leftovers' grace is no timeout of it).
-    if (stopping) timedOut ||= !commandGone;
-    else if (untouched()) {
+    if (stopping) {
+      timedOut ||= !commandGone;
+      if (commandGone || !running()) return;
+      // As timeout(1), whose timer still runs after a passed-on signal: the -s signal goes out
+      // too (a nohup'ed command ignored the SIGHUP). With -k, timeout(1) has traded its timer for
+      // the SIGKILL one, and so have we.
+      if (killAfterMs <= 0 && timeoutSignal !== 0) {
+        say(timeoutSignal);
+        if (foreground) signalCommand(timeoutSignal);
+        else handle.cancel(`timed out after ${durationText}`, { signal: timeoutSignal });
+      }
+    } else if (untouched()) {
       timedOut = true;
       begin(timeoutSignal, `timed out after ${durationText}`);
     }

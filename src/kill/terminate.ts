@@ -49,6 +49,13 @@ export interface TerminatePlan {
   insteadIfIgnored?: NodeJS.Signals;
   /** Called once the first signal has gone out, with the members it reached (not when there were none). */
   onSignalled?: (reached: readonly ProcessInfo[]) => void;
+  /**
+   * Called with a way to send another signal while the grace runs (timeout(1)'s timer running out
+   * after a passed-on signal the command ignores), and with null when the grace is over: from then
+   * on SIGKILL is under way and another signal has nothing to add. Each one goes to every member
+   * alive at a fresh scan, identity-checked, and is in the report; the grace and SIGKILL stand.
+   */
+  onRepeatable?: (repeat: ((signal: NodeJS.Signals) => Promise<void>) | null) => void;
 }
 
 const MAX_POLL_MS = 25;
@@ -166,7 +173,14 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     plan.onSignalled?.(reached);
     graceFrom = clock.now();
     if (plan.signal !== 'SIGKILL') {
-      members = await waitForGrace(target, plan, reports, graceful, graceFrom, refused);
+      plan.onRepeatable?.(async (signal) => {
+        await send(signal, await target.members());
+      });
+      try {
+        members = await waitForGrace(target, plan, reports, graceful, graceFrom, refused);
+      } finally {
+        plan.onRepeatable?.(null);
+      }
     }
     if (members.length > 0) {
       killedAt = clock.now();

@@ -69,6 +69,12 @@ export class ManagedRun implements RunHandle {
   });
   private spawnError: NodeJS.ErrnoException | undefined;
   private termination: Promise<TerminateReport> | undefined;
+  /** While the termination's grace runs: sends another signal to the tree (see cancel()). */
+  private repeat: ((signal: NodeJS.Signals) => Promise<void>) | null = null;
+  /** Asked for before the grace began; null once it is over (SIGKILL has nothing to wait for). */
+  private repeatQueue: NodeJS.Signals[] | null = [];
+  private repeating: Promise<void> = Promise.resolve();
+  private readonly repeatsWaiting = new Set<NodeJS.Signals>();
   /** Aborted by kill(): a graceful sequence under way ends its grace at once. */
   private readonly escalation = new AbortController();
   private settling = false;
@@ -241,6 +247,15 @@ export class ManagedRun implements RunHandle {
       'kill-signal',
     );
     if (!this.reason && this.status !== 'exited') this.substituteIgnored = ifIgnored === 'kill-signal';
+    // A later cancel with a signal, while the tree ends: that signal too, to what is left of it.
+    if (signal !== undefined && this.termination && this.status === 'stopping') {
+      const again = normalizeSignal(signal);
+      if (again === 'SIGKILL') this.kill();
+      else if (this.repeat) this.signalAgain(again);
+      // The first signal is still on its way (the scan before it): this one follows it.
+      else this.repeatQueue?.push(again);
+      return;
+    }
     this.stop(
       'cancelled',
       // The result's detail is text: an Error given as the reason says its message.
@@ -284,6 +299,20 @@ export class ManagedRun implements RunHandle {
     this.beginTermination(signal);
   }
 
+  /** One at a time, each scan after the last signal's: a caller repeating itself costs one of each. */
+  private signalAgain(signal: NodeJS.Signals): void {
+    if (this.repeatsWaiting.has(signal)) return;
+    this.repeatsWaiting.add(signal);
+    this.repeating = this.repeating.then(async () => {
+      this.repeatsWaiting.delete(signal);
+      try {
+        await this.repeat?.(signal);
+      } catch (error) {
+        this.notes.push(`${signal} while the tree ended: ${describeThrown(error)}`);
+      }
+    });
+  }
+
   private quitWaiting(): void {
     const quit = this.stopWaiting;
     this.stopWaiting = undefined;
@@ -307,6 +336,11 @@ export class ManagedRun implements RunHandle {
         table,
         escalate: this.escalation.signal,
         ...(this.substituteIgnored ? { insteadIfIgnored: this.spec.killSignal } : {}),
+        onRepeatable: (repeat) => {
+          this.repeat = repeat;
+          if (repeat === null) this.repeatQueue = null;
+          for (const again of this.repeatQueue?.splice(0) ?? []) this.signalAgain(again);
+        },
         onSignalled: (reached) => {
           if (!onStopping) return;
           // Only a tree still alive a moment later is worth a file: most are gone within a few
