@@ -545,31 +545,64 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
     });
   }
 
-  it('with -k, a passed-on signal trades the timer for the SIGKILL one, as timeout(1) does', async () => {
-    // The SIGHUP comes first (2 s leave room on a loaded machine); the timer runs out 2 s in, during
-    // the -k wait, and sends nothing; SIGKILL comes 3 s after the SIGHUP: a timeout, forced (137).
-    const cli = startCli([
-      'timeout',
-      '-v',
-      '-k',
-      '3',
-      '2',
-      'sh',
-      '-c',
-      'trap "" HUP; echo ready; exec sleep 30',
-    ]);
+  /** timeout's -v lines, for a command started as `sh -c SCRIPT`, its SIGHUP sent once it is ready. */
+  async function afterHangUp(
+    args: string[],
+    script: string,
+    then?: (cli: ReturnType<typeof startCli>) => void,
+  ) {
+    const cli = startCli(['timeout', '-v', ...args, 'sh', '-c', script]);
     leaks.track(cli.child.pid);
     await waitFor(() => cli.stdout().includes('ready'), { what: 'ready' });
     const t = Date.now();
     cli.child.kill('SIGHUP');
+    then?.(cli);
     const r = await cli.done;
+    const own = r.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('procwarden timeout'))
+      .map((l) => l.replace(/^procwarden timeout: sending signal (\w+) to command 'sh'$/, '$1'));
+    return { status: r.status, own, ms: Date.now() - t };
+  }
+
+  // coreutils 9.1, the same commands: 137 with HUP then KILL at 2 s; 124 with HUP, then EXIT at 2 s;
+  // 124 with HUP then TERM at the SIGALRM; 124 with TERM twice.
+  it('with -k, the timer running out after a passed-on signal sends SIGKILL then, not at the -k', async () => {
+    const r = await afterHangUp(['-k', '20', '2'], 'trap "" HUP; echo ready; exec sleep 30');
     expect(r.status).toBe(137);
-    expect(Date.now() - t).toBeLessThan(15_000);
-    const own = r.stderr.split('\n').filter((l) => l.startsWith('procwarden timeout'));
-    expect(own).toEqual([
-      "procwarden timeout: sending signal HUP to command 'sh'",
-      "procwarden timeout: sending signal KILL to command 'sh'",
+    expect(r.own).toEqual(['HUP', 'KILL']);
+    expect(r.ms).toBeLessThan(15_000);
+  });
+
+  it('-s 0: the timer running out after a passed-on signal says EXIT and sends nothing; 124', async () => {
+    const r = await afterHangUp(['-s', '0', '2'], 'trap "" HUP; echo ready; sleep 3; exit 7');
+    expect(r.status).toBe(124);
+    expect(r.own).toEqual(['HUP', 'EXIT']);
+  });
+
+  it('SIGALRM after a passed-on signal is the timer firing: the -s signal, 124 (not SIGKILL)', async () => {
+    const r = await afterHangUp(['60'], 'trap "" HUP; echo ready; exec sleep 30', (cli) => {
+      setTimeout(() => cli.child.kill('SIGALRM'), 300);
+    });
+    expect(r.status).toBe(124);
+    expect(r.own).toEqual(['HUP', 'TERM']);
+  });
+
+  it('the timer sends -s even when that signal was the one passed on, and -v says it twice', async () => {
+    const cli = startCli([
+      'timeout',
+      '-v',
+      '2',
+      'sh',
+      '-c',
+      "n=0; trap 'n=$((n+1)); [ $n -ge 2 ] && exit 0' TERM; echo ready; while :; do sleep 0.05; done",
     ]);
+    leaks.track(cli.child.pid);
+    await waitFor(() => cli.stdout().includes('ready'), { what: 'ready' });
+    cli.child.kill('SIGTERM');
+    const r = await cli.done;
+    expect(r.status).toBe(124);
+    expect(r.stderr.match(/sending signal TERM to command/g)).toHaveLength(2);
   });
 
   it('SIGALRM is the timer firing: the -s signal to the tree, exit 124', async () => {

@@ -106,6 +106,33 @@ describe.each(MODES)('containment %s', (containment) => {
       });
     }
 
+    it('a process forked during the grace that a later cancel finds first still gets the graceful signal (review)', async () => {
+      let out = '';
+      // Its TERM trap forks a sleep and takes 0.6 s to exit: the grace's polls see the parent alive
+      // and do not scan, so the later cancel's scan is the first to find the sleep.
+      const script =
+        'trap "sleep 1000 & echo late=\\$!; sleep 0.6; exit 0" TERM; echo ready; while :; do sleep 0.05; done';
+      const handle = sup.spawn({
+        argv: ['sh', '-c', script],
+        output: { onData: (t) => (out += t) },
+        graceMs: 20_000,
+      });
+      leaks.track(handle.pid);
+      await waitFor(() => out.includes('ready'), { what: 'ready' });
+      handle.cancel('stop');
+      await waitFor(() => /late=\d+/.test(out), { what: 'the late fork' });
+      const late = Number(/late=(\d+)/.exec(out)?.[1]);
+      leaks.track(late);
+      // SIGWINCH: ignored by default, it ends nothing itself.
+      handle.cancel('again', { signal: 'SIGWINCH' });
+      const r = await handle.result;
+      const member = r.tree.report?.members.find((m) => m.pid === late);
+      // The SIGTERM first (it may be gone before the SIGWINCH that follows it).
+      expect(member?.signals[0]?.signal).toBe('SIGTERM');
+      expect(r.escalated).toBe(false);
+      expect(alive(late)).toBe(false);
+    });
+
     it('a member that heeds it gets nothing else: the substitute goes to the others by pid, not to their group', async () => {
       const { handle, dir } = await startReady('bg-jobs.sh', { graceMs: 20_000 }, ['record']);
       const pids = readPids(dir);

@@ -104,8 +104,9 @@ Upon timeout, the TERM signal (or SIGNAL) goes to COMMAND's whole tree. Without 
 COMMAND gets as long as it needs to exit; once it has, what is left of its tree gets
 SIGKILL after 5 s. What COMMAND leaves running after exiting on its own is not touched.
 A signal sent to timeout itself (INT, TERM, HUP, QUIT, USR1...) is passed on to the
-tree as it is, followed by SIGKILL after -k; a second one sends SIGKILL at once.
-SIGALRM counts as the timer firing.
+tree as it is, followed by SIGKILL after -k; a second one sends SIGKILL at once. The
+timer still runs: when it fires, SIGNAL (or, after -k, SIGKILL) follows. SIGALRM counts
+as the timer firing.
 
 Exit status:
   124    if COMMAND times out (or timeout gets SIGALRM), and --preserve-status is not given

@@ -100,9 +100,10 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   // stream would make a piped descriptor non-blocking, and the command shares that open file (it
   // would get EAGAIN from a full pipe). A closed stderr loses the lines, never changes our status.
   const said = new Set<string>();
-  const say = (sig: TimeoutSignal) => {
+  /** `again`: said each time, as timeout(1) says each signal its timer sends. */
+  const say = (sig: TimeoutSignal, again = false) => {
     const name = shortName(sig);
-    if (values.verbose && !said.has(name)) {
+    if (values.verbose && (again || !said.has(name))) {
       said.add(name);
       sayNow(2, `${prog}: sending signal ${name} to command '${argv[0]}'\n`);
     }
@@ -159,14 +160,13 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     if (stopping) {
       timedOut ||= !commandGone;
       if (commandGone || !running()) return;
-      // As timeout(1), whose timer still runs after a passed-on signal: the -s signal goes out
-      // too (a nohup'ed command ignored the SIGHUP). With -k, timeout(1) has traded its timer for
-      // the SIGKILL one, and so have we.
-      if (killAfterMs <= 0 && timeoutSignal !== 0) {
-        say(timeoutSignal);
-        if (foreground) signalCommand(timeoutSignal);
-        else handle.cancel(`timed out after ${durationText}`, { signal: timeoutSignal });
-      }
+      // As timeout(1), whose timer still runs after a passed-on signal (a nohup'ed command ignored
+      // the SIGHUP): the -s signal goes out too, or SIGKILL once -k has made that the next one.
+      if (killAfterMs > 0) return killNow();
+      say(timeoutSignal, true);
+      if (timeoutSignal === 0) return;
+      if (foreground) signalCommand(timeoutSignal);
+      else handle.cancel(`timed out after ${durationText}`, { signal: timeoutSignal });
     } else if (untouched()) {
       timedOut = true;
       begin(timeoutSignal, `timed out after ${durationText}`);
@@ -175,12 +175,9 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   // Listening before the spawn: a signal sent as soon as the command runs (a loaded machine can
   // run it before this process gets the CPU back) must reach the tree, not kill us alone.
   const uninstall = onStopSignals((sig) => {
-    if (stopping) {
-      if (sig === 'SIGALRM') timedOut = true;
-      return killNow();
-    }
-    // timeout(1) runs its timer on SIGALRM: one sent from outside is the timer firing.
+    // timeout(1) runs its timer on SIGALRM: one sent from outside is the timer firing, whenever.
     if (sig === 'SIGALRM') return fire();
+    if (stopping) return killNow();
     if (!untouched()) return;
     received = sig;
     begin(sig, `got ${sig}`);

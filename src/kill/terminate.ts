@@ -133,7 +133,11 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     // They may share a group with members that heed the signal: by pid, never to the group.
     return send(signal, due, true);
   };
-  const graceful = async (members: ProcessInfo[]): Promise<ProcessInfo[]> => {
+  /** Members the graceful signal went (or is going) to: never twice (a second SIGTERM restarts a trap). */
+  const claimed = new Set<string>();
+  const graceful = async (found: ProcessInfo[]): Promise<ProcessInfo[]> => {
+    const members = found.filter((m) => !claimed.has(key(m)));
+    for (const m of members) claimed.add(key(m));
     const { heed, ignore } = byDisposition(plan, members);
     const reached = await send(plan.signal, heed);
     heeding.push(...reached);
@@ -173,12 +177,19 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     plan.onSignalled?.(reached);
     graceFrom = clock.now();
     if (plan.signal !== 'SIGKILL') {
+      let repeatable = true;
       plan.onRepeatable?.(async (signal) => {
-        await send(signal, await target.members());
+        const now = await target.members();
+        // The grace ended during the scan: SIGKILL is under way (and may have stopped the tree).
+        if (!repeatable) return;
+        // Forked since the last look: the graceful signal first, as the grace's own polls give it.
+        await graceful(now.filter((m) => !reports.has(key(m))));
+        await send(signal, now);
       });
       try {
         members = await waitForGrace(target, plan, reports, graceful, graceFrom, refused);
       } finally {
+        repeatable = false;
         plan.onRepeatable?.(null);
       }
     }

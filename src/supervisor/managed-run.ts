@@ -72,7 +72,7 @@ export class ManagedRun implements RunHandle {
   /** While the termination's grace runs: sends another signal to the tree (see cancel()). */
   private repeat: ((signal: NodeJS.Signals) => Promise<void>) | null = null;
   /** Asked for before the grace began; null once it is over (SIGKILL has nothing to wait for). */
-  private repeatQueue: NodeJS.Signals[] | null = [];
+  private repeatQueue: Set<NodeJS.Signals> | null = new Set();
   private repeating: Promise<void> = Promise.resolve();
   private readonly repeatsWaiting = new Set<NodeJS.Signals>();
   /** Aborted by kill(): a graceful sequence under way ends its grace at once. */
@@ -253,7 +253,7 @@ export class ManagedRun implements RunHandle {
       if (again === 'SIGKILL') this.kill();
       else if (this.repeat) this.signalAgain(again);
       // The first signal is still on its way (the scan before it): this one follows it.
-      else this.repeatQueue?.push(again);
+      else this.repeatQueue?.add(again);
       return;
     }
     this.stop(
@@ -339,7 +339,8 @@ export class ManagedRun implements RunHandle {
         onRepeatable: (repeat) => {
           this.repeat = repeat;
           if (repeat === null) this.repeatQueue = null;
-          for (const again of this.repeatQueue?.splice(0) ?? []) this.signalAgain(again);
+          for (const again of this.repeatQueue ?? []) this.signalAgain(again);
+          this.repeatQueue?.clear();
         },
         onSignalled: (reached) => {
           if (!onStopping) return;
@@ -356,6 +357,11 @@ export class ManagedRun implements RunHandle {
       }),
     );
     this.termination = this.termination.catch((error: unknown) => this.withoutTable(error, clock.now()));
+    // A sequence that began with SIGKILL, or found nobody, never had a grace to repeat a signal in.
+    this.termination.finally(() => {
+      this.repeat = null;
+      this.repeatQueue = null;
+    });
     this.termination.then(
       () => this.settle(),
       () => this.settle(),
