@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -280,6 +280,38 @@ describe('procwarden run: signals sent to procwarden', () => {
     expect(r.stderr).toMatch(/^procwarden: got SIGPIPE, stopping the command; SIGTERM to 1 process/);
     leaks.trackCookie(JSON.parse(readFileSync(file, 'utf8')).id);
   });
+});
+
+describe('procwarden run: output that cannot be passed on (review)', () => {
+  it('a closed stderr stops the command as SIGPIPE would (141), as a closed stdout does', async () => {
+    const cli = startCli(['run', '--', 'sh', '-c', 'yes >&2']);
+    leaks.track(cli.child.pid);
+    await waitFor(() => cli.stderr().length > 0, { what: 'first output', timeoutMs: 30_000 });
+    cli.child.stderr?.destroy();
+    const r = await cli.done;
+    expect(r.status).toBe(141);
+  });
+
+  it.skipIf(!existsSync('/dev/full'))(
+    'a stdout that refuses it (a full disk) stops the command: 125 and a write error, not an endless run',
+    async () => {
+      for (const argv of [['yes'], ['seq', '1', '10']]) {
+        const full = openSync('/dev/full', 'w');
+        const child = spawn(process.execPath, [CLI, 'run', '--', ...argv], {
+          stdio: ['ignore', full, 'pipe'],
+        });
+        closeSync(full);
+        leaks.track(child.pid);
+        let err = '';
+        child.stderr?.on('data', (c: Buffer) => {
+          err += c.toString();
+        });
+        const status = await new Promise((resolve) => child.once('exit', resolve));
+        expect(status).toBe(125);
+        expect(err).toMatch(/^procwarden run: write error: ENOSPC/m);
+      }
+    },
+  );
 });
 
 describe('procwarden run --json', () => {

@@ -60,7 +60,8 @@ sends SIGKILL at once.
 
 Exit status:
   124      a timeout (--timeout or --idle-timeout) stopped the command
-  125      procwarden itself failed, or the options are wrong
+  125      procwarden itself failed (its stdout could not be written: the output is lost),
+           or the options are wrong
   126      COMMAND was found but cannot be executed
   127      COMMAND was not found
   128+N    COMMAND died of signal N, or procwarden was stopped by signal N

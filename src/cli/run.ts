@@ -114,6 +114,9 @@ export async function runCommand(args: string[]): Promise<number> {
   const writeJson = openJsonSink(values.json);
 
   let stdoutOpen = true;
+  let stderrOpen = true;
+  /** Our stdout refused the command's output (a full disk, an I/O error): it was lost. */
+  let writeFailed = null as NodeJS.ErrnoException | null;
   const terminal = values.pty ? connectPty() : null;
   const spec: RunSpec = {
     argv: rest,
@@ -135,7 +138,7 @@ export async function runCommand(args: string[]): Promise<number> {
       // holds it: while our stdout (or stderr) is full, the command's pipe is not read.
       maxBytes: writeJson ? undefined : 0,
       onBytes: (chunk, stream) => {
-        if (stream === 'stderr') return passOn(process.stderr, chunk);
+        if (stream === 'stderr') return stderrOpen ? passOn(process.stderr, chunk) : undefined;
         if (stdoutOpen) return passOn(process.stdout, chunk);
       },
     },
@@ -161,17 +164,26 @@ export async function runCommand(args: string[]): Promise<number> {
     throw error;
   }
   const detach = terminal?.attach(handle);
-  // Our reader went away (`procwarden run -- yes | head -1`): stop the command as the closed pipe
-  // would have stopped it, and report it as SIGPIPE.
-  const onStdoutError = (error: NodeJS.ErrnoException) => {
+  // A stream that fails is written to no more (a destroyed stream fails every write at once: the
+  // command's output would spin through it). Its reader went away (`procwarden run -- yes | head
+  // -1`, or the same on stderr): stop the command as the closed pipe would have stopped it, and
+  // report it as SIGPIPE. Our stdout refused the output otherwise (ENOSPC, EIO): the command is
+  // stopped and we fail (125), as a program that cannot write its output does; what stderr
+  // refuses is dropped, as most programs drop it.
+  const onOutputError = (stream: 'stdout' | 'stderr') => (error: NodeJS.ErrnoException) => {
     // Our own SIGPIPE follows: noted, it is not taken for a request to stop.
     noteWriteError(error);
-    if (error.code !== 'EPIPE' || !stdoutOpen) return;
-    stdoutOpen = false;
-    stop('SIGPIPE', 1);
+    if (stream === 'stdout' ? !stdoutOpen : !stderrOpen) return;
+    if (stream === 'stdout') stdoutOpen = false;
+    else stderrOpen = false;
+    if (error.code === 'EPIPE') stop('SIGPIPE', 1);
+    else if (stream === 'stdout') {
+      writeFailed ??= error;
+      handle.cancel(`write error on stdout (${error.code})`);
+    }
   };
-  process.stdout.on('error', onStdoutError);
-  process.stderr.on('error', noteWriteError);
+  process.stdout.on('error', onOutputError('stdout'));
+  process.stderr.on('error', onOutputError('stderr'));
 
   const result: RunResult = await handle.result;
   detach?.();
@@ -180,6 +192,8 @@ export async function runCommand(args: string[]): Promise<number> {
 
   if (result.reason === 'spawn-error') {
     process.stderr.write(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
+  } else if (writeFailed) {
+    if (stderrOpen) process.stderr.write(`procwarden run: write error: ${writeFailed.message}\n`);
   } else if (!values.quiet) {
     const line = stopLine(
       result,
@@ -189,5 +203,5 @@ export async function runCommand(args: string[]): Promise<number> {
     if (line) process.stderr.write(`${line}\n`);
   }
   writeJson?.(`${JSON.stringify(result, null, 2)}\n`);
-  return runStatus(result, received);
+  return writeFailed ? EXIT_FAILED : runStatus(result, received);
 }
