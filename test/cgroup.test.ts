@@ -150,6 +150,28 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
     expect(existsSync(join(parentCgroup() ?? '/nonexistent', handle.id))).toBe(false);
   });
 
+  it('the command gets its environment as given, names the shim shell would drop or reset included (review)', async () => {
+    const env = { 'A.B': '1', 'my-var': 'x y', IFS: ':', PPID: 'abc', OPTIND: '5', MULTI: 'a\nb=c' };
+    const r = await sup.spawn({
+      argv: [process.execPath, '-e', 'process.stdout.write(JSON.stringify(process.env))'],
+      containment: 'cgroup',
+      env,
+      extendEnv: false,
+    }).result;
+    expect(r.containment).toBe('cgroup');
+    const seen = JSON.parse(r.stdout.text);
+    expect(seen).toMatchObject(env);
+    // Nothing else but the run's cookie: the shim's shell adds none of its own (PWD).
+    expect(Object.keys(seen).sort()).toEqual([...Object.keys(env), 'PROCWARDEN_RUN'].sort());
+    // The usual environment goes as it is, without the extra exec.
+    const plain = await sup.spawn({
+      argv: ['sh', '-c', 'printf %s "$X"'],
+      containment: 'cgroup',
+      env: { X: 'y z' },
+    }).result;
+    expect(plain.stdout.text).toBe('y z');
+  });
+
   it('holds a daemon that cleared its environment (setsid + double fork + env -i)', async () => {
     const dir = leaks.trackDir(makeTmp());
     const r = await sup.spawn({ argv: [fixture('envi-escapee.sh'), dir], containment: 'cgroup' }).result;

@@ -18,7 +18,38 @@ const SHIM =
  */
 export function throughShim(plan: LaunchPlan, procsFile: string): LaunchPlan {
   if (!canExecute(plan)) return plan;
+  const env = shellWouldChange(plan.env) ? envProgram() : null;
+  // `env` takes an argument with '=' for a variable: a command named so is run as before.
+  if (env !== null && !plan.file.includes('=')) {
+    // The shell gets no environment at all; `env -i` gives the command exactly its own.
+    const pairs = Object.entries(plan.env).map(([name, value]) => `${name}=${value}`);
+    const command = [env, '-i', '--', ...pairs, plan.file, ...plan.args];
+    return { ...plan, env: {}, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, ...command] };
+  }
   return { ...plan, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, plan.file, ...plan.args] };
+}
+
+/** What a POSIX shell sets at its start whatever its environment said (dash; bash sets these too). */
+const SHELL_SETS = new Set(['IFS', 'PPID', 'OPTIND']);
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Whether the shim's shell would hand the command another environment than `env`: it resets IFS,
+ * PPID and OPTIND, and drops what is not a shell variable's name (`A.B`, `my-var`), which other
+ * programs use. PWD it corrects when it names another directory than the command's. Otherwise the
+ * shell passes every variable on as it got it, and one exec less is saved.
+ */
+function shellWouldChange(env: Record<string, string>): boolean {
+  for (const name of Object.keys(env)) if (SHELL_SETS.has(name) || !SHELL_NAME.test(name)) return true;
+  return false;
+}
+
+let envPath: string | null | undefined;
+
+/** env(1), by its absolute path: the shell's own environment is empty, PATH included. */
+function envProgram(): string | null {
+  envPath ??= ['/usr/bin/env', '/bin/env'].find(executable) ?? null;
+  return envPath;
 }
 
 function canExecute(plan: LaunchPlan): boolean {
