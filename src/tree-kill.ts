@@ -35,10 +35,21 @@ export function treeKill(
     throw new ProcwardenError('INVALID_OPTION', 'the tree-kill callback must be a function, or left out.');
   }
   // What tree-kill does with its argument, so that '1234' and 1234.0 keep working.
-  const pid = Number.parseInt(String(pidArg), 10);
+  // A number whose text is no integer (1e21, 1e-7) would parse as another pid (1): refused as it is.
+  const pid =
+    typeof pidArg === 'number' && /e/i.test(String(pidArg))
+      ? Number.NaN
+      : Number.parseInt(String(pidArg), 10);
   let name: NodeJS.Signals | 0;
   try {
-    if (Number.isNaN(pid)) throw new Error('pid must be a number');
+    if (Number.isNaN(pid)) {
+      if (typeof pidArg === 'number')
+        throw new ProcwardenError(
+          'INVALID_PID',
+          `pid ${pidArg} is not a valid process id; give a whole number from 1 to ${MAX_PID}.`,
+        );
+      throw new Error('pid must be a number');
+    }
     // Node's process.kill reads a falsy signal as SIGTERM and 0 as "does it exist?"; so does this.
     name = signal === 0 ? 0 : normalizeSignal(signal || 'SIGTERM', 'tree-kill signal');
     refuseAtOnce(pid);

@@ -71,6 +71,12 @@ describe('procwarden kill', () => {
     expect(r.stdout.toString().match(/SIGINT \+/g)?.length).toBeGreaterThanOrEqual(2);
   });
 
+  it("--grace '' is a bad duration (status 2), as for run and reap, not the default (review)", async () => {
+    const r = await kill(['--grace', '', '99999999']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^procwarden kill: --grace: "" is not a duration/);
+  });
+
   it('a PID that does not exist: exit 1, one line; the other PIDs are still ended', async () => {
     const { pid } = await startTree('trap-cleanup.sh');
     const r = await kill(['4194304', String(pid)]);

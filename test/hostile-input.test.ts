@@ -7,7 +7,15 @@ import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LiveSessionPool, type RunStdin, reap, Supervisor, terminateTree } from '../src/index.js';
+import {
+  LiveSessionPool,
+  parseDuration,
+  type RunStdin,
+  reap,
+  Supervisor,
+  terminateTree,
+} from '../src/index.js';
+import treeKill from '../src/tree-kill.js';
 import { LeakGuard, makeTmp } from './helpers/procs.js';
 
 const exec = promisify(execFile);
@@ -183,6 +191,43 @@ describe('options checked before anything is done', () => {
     );
   });
 
+  it("an on/off option is true or false: shell: 'false' runs no shell, it is refused (review)", () => {
+    const bad: Record<string, unknown>[] = [
+      { shell: 'false' },
+      { extendEnv: 'no' },
+      { cookie: null },
+      { replaceScope: 'yes' },
+      { output: { inherit: 'yes' } },
+    ];
+    for (const extra of bad) {
+      expect(() => sup.spawn({ argv: ['true'], ...extra } as never), JSON.stringify(extra)).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION' }),
+      );
+    }
+  });
+
+  it('Supervisor options: an object, known names, switches true or false (review)', () => {
+    for (const options of [null, 'x', { maxExitd: 5 }, { watchdog: 'no' }, { journal: 0 }]) {
+      expect(() => new Supervisor(options as never), JSON.stringify(options)).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION' }),
+      );
+    }
+    expect(() => sup.list(null as never)).toThrow(expect.objectContaining({ code: 'INVALID_OPTION' }));
+    const handle = sup.spawn({ argv: ['true'] });
+    expect(() => sup.read(handle.id, null as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION' }),
+    );
+    return handle.result;
+  });
+
+  it('parseDuration of what is not text is INVALID_DURATION, not a TypeError (review)', () => {
+    for (const value of [5, null, undefined, {}]) {
+      expect(() => parseDuration(value as never)).toThrow(
+        expect.objectContaining({ code: 'INVALID_DURATION' }),
+      );
+    }
+  });
+
   it('a signal name that is no signal, or a BigInt, is INVALID_SIGNAL, not a TypeError', () => {
     for (const killSignal of [10n, opaque(), 'SIGFOO']) {
       expect(() => sup.spawn({ argv: ['true'], killSignal: killSignal as never })).toThrow(
@@ -243,6 +288,19 @@ describe('the state directory, reap and pids', () => {
   it('terminateTree refuses a pid no platform can have, and one JavaScript has rounded', async () => {
     for (const pid of [2 ** 32, 2 ** 53 + 1, 0, -1, 1.5, Number.NaN]) {
       await expect(terminateTree(pid)).rejects.toMatchObject({ code: 'INVALID_PID' });
+    }
+  });
+
+  it('terminateTree refuses an option it does not know (grace for graceMs) before anything (review)', async () => {
+    await expect(terminateTree(process.pid + 1_000_000, { grace: 1 } as never)).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+    });
+  });
+
+  it('tree-kill: a number whose text is no integer (1e21, 1e-7) is INVALID_PID, not "pid 1" (review)', async () => {
+    for (const pid of [1e21, 1e-7]) {
+      const error = await new Promise<Error | undefined>((resolve) => treeKill(pid, resolve));
+      expect(error).toMatchObject({ code: 'INVALID_PID' });
     }
   });
 });

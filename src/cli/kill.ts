@@ -117,7 +117,7 @@ export async function killCommand(args: string[]): Promise<number> {
   }
   if (positionals.length === 0) throw new UsageError('missing PID; e.g. procwarden kill 4242', EXIT_USAGE);
   const pids = positionals.map((text) => parsePid(text, EXIT_USAGE));
-  const graceMs = usage(() => (values.grace ? parseDuration(values.grace, '--grace') : 5000));
+  const graceMs = usage(() => (values.grace !== undefined ? parseDuration(values.grace, '--grace') : 5000));
   const signal = usage(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
 
   // In parallel: each tree's grace runs at the same time, so N trees take one grace, not N.

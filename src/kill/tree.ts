@@ -91,6 +91,9 @@ export async function signalTree(
   return { signalled: reached.size, refused, notes: deliverer.notes };
 }
 
+/** The options a caller may give (the last three are seams for tests and other platforms). */
+const TREE_OPTION_KEYS = ['graceMs', 'signal', 'includeRoot', 'table', 'send', 'clock'];
+
 /** Checks `pid` and reads it: the root of a tree to act on, never PID 1, ourselves or an ancestor. */
 function checkTreeArgs(pid: number, options: TerminateTreeOptions): void {
   if (!isProcessId(pid)) {
@@ -104,6 +107,13 @@ function checkTreeArgs(pid: number, options: TerminateTreeOptions): void {
       'INVALID_OPTION',
       'terminateTree options must be an object, e.g. { graceMs: 2000 }.',
     );
+  }
+  for (const key of Object.keys(options)) {
+    if (!TREE_OPTION_KEYS.includes(key))
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `unknown option ${JSON.stringify(key)}; check its spelling (${TREE_OPTION_KEYS.slice(0, 3).join(', ')}).`,
+      );
   }
   if (options.includeRoot !== undefined && typeof options.includeRoot !== 'boolean') {
     throw new ProcwardenError('INVALID_OPTION', 'includeRoot must be true or false.');

@@ -23,11 +23,24 @@ function durationMs(text: string, bareUnit: keyof typeof UNITS = 's'): number | 
  * as coreutils timeout does) into milliseconds.
  */
 export function parseDuration(text: string, what = 'duration', bareUnit: keyof typeof UNITS = 's'): number {
+  if (typeof text !== 'string') {
+    throw new ProcwardenError(
+      'INVALID_DURATION',
+      `${what}: ${showValue(text)} is not a duration text; write a string such as '30s' or '1.5m' (or give milliseconds as a number where an option takes one).`,
+    );
+  }
   const value = durationMs(text, bareUnit);
   if (value === null) {
     throw new ProcwardenError(
       'INVALID_DURATION',
       `${what}: ${JSON.stringify(text)} is not a duration (an invalid time interval); write a non-negative number with an optional unit (ms, s, m, h, d), e.g. 30s or 1.5m.`,
+    );
+  }
+  // Said in the text's own terms: milliseconds are not what the caller wrote.
+  if (!Number.isFinite(value)) {
+    throw new ProcwardenError(
+      'INVALID_DURATION',
+      `${what}: ${JSON.stringify(text)} is too long to count; leave the option out for no limit.`,
     );
   }
   return checkDuration(value, what);

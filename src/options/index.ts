@@ -3,6 +3,7 @@ export {
   COOKIE_NAME,
   checkInput,
   checkPtyCells,
+  checkSwitch,
   DEFAULT_DRAIN_MS,
   DEFAULT_GRACE_MS,
   DEFAULT_MAX_BYTES,

@@ -98,6 +98,12 @@ function invalid(message: string, code: 'INVALID_SPEC' | 'INVALID_ARGV' | 'INVAL
   return new ProcwardenError(code, message);
 }
 
+/** An on/off option: true, false, or left out. */
+export function checkSwitch(value: unknown, what: string): void {
+  if (value !== undefined && typeof value !== 'boolean')
+    throw invalid(`${what}: ${showValue(value)} is not true or false.`, 'INVALID_OPTION');
+}
+
 export function oneOf<T extends string>(value: unknown, allowed: readonly T[], what: string, fallback: T): T {
   if (value === undefined) return fallback;
   if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
@@ -269,6 +275,7 @@ function normalizeOutput(output: OutputOptions | undefined) {
   if (output?.file !== undefined && (typeof output.file !== 'string' || output.file === '')) {
     throw invalid('output.file must be a non-empty path.', 'INVALID_OPTION');
   }
+  checkSwitch(output?.inherit, 'output.inherit');
   const inherit = output?.inherit === true;
   if (inherit && (output.onData || output.onBytes || output.file !== undefined)) {
     throw invalid(
@@ -324,6 +331,8 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
     if (!KNOWN_KEYS.has(key)) throw invalid(`unknown spec field ${JSON.stringify(key)}; check its spelling.`);
   }
   const merged = { ...defaults, ...stripUndefined(spec) } as RunSpec;
+  // `shell: 'false'` must not run the command through a shell: a switch is true or false.
+  for (const key of ['shell', 'extendEnv', 'cookie', 'replaceScope'] as const) checkSwitch(merged[key], key);
   const argv = normalizeArgv(merged);
   const mode = oneOf(merged.mode, ['child', 'pty'] as const, 'mode', 'child');
 

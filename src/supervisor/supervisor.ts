@@ -3,7 +3,7 @@ import { CgroupHost } from '../containment/index.js';
 import { describeThrown, ProcwardenError, showValue } from '../errors.js';
 import { checkStateDir, defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
-import { checkDuration, type NormalSpec, normalizeSpec } from '../options/index.js';
+import { checkDuration, checkSwitch, type NormalSpec, normalizeSpec } from '../options/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
 import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type {
@@ -80,6 +80,7 @@ export class Supervisor {
   private counter = 0;
 
   constructor(options: SupervisorOptions & SupervisorInternals = {}) {
+    checkOptions(options);
     this.clock = options.clock ?? realClock;
     this.table = options.table ?? shareScans(platformTable());
     this.send = options.send;
@@ -171,6 +172,11 @@ export class Supervisor {
 
   /** Runs known to this supervisor, oldest first, optionally of one scope and/or in given states. */
   list(filter?: RunFilter): RunInfo[] {
+    if (filter !== undefined && (typeof filter !== 'object' || filter === null))
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        "list's filter must be an object, e.g. { scope: 'build' }.",
+      );
     return this.registry.list(filter);
   }
 
@@ -185,6 +191,11 @@ export class Supervisor {
    * `dropped` says how many characters.
    */
   read(id: string, options: { since?: number } = {}): RunRead {
+    if (typeof options !== 'object' || options === null)
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        "read's options must be an object, e.g. { since: cursor }.",
+      );
     const entry = this.registry.entry(id);
     if (!entry) {
       throw new ProcwardenError(
@@ -365,4 +376,38 @@ function logging(log: RunLog, onData: NormalSpec['onData']): NonNullable<NormalS
     // Passed through: a promise it returns is the caller's backpressure.
     return onData?.(text, stream);
   };
+}
+
+const OPTION_KEYS = [
+  'clock',
+  'defaults',
+  'maxExited',
+  'logChars',
+  'journal',
+  'stateDir',
+  'watchdog',
+  'reconcileOnStart',
+  'table',
+  'send',
+  'cgroups',
+  'launchers',
+];
+
+/** Misspelt or mistyped options are refused, as a run spec's are: `{ watchdog: 'no' }` is not false. */
+function checkOptions(options: unknown): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new ProcwardenError(
+      'INVALID_OPTION',
+      `Supervisor options must be an object, e.g. { maxExited: 100 }; got ${showValue(options)}.`,
+    );
+  }
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.includes(key))
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `unknown Supervisor option ${JSON.stringify(key)}; check its spelling.`,
+      );
+  }
+  const record = options as Record<string, unknown>;
+  for (const key of ['journal', 'watchdog', 'reconcileOnStart']) checkSwitch(record[key], key);
 }
