@@ -130,6 +130,20 @@ describe('spawn errors are results, never throws or rejections', () => {
     expect(r.error?.code).toBe('EACCES');
   });
 
+  it('a script whose #! interpreter does not exist: the message names the interpreter, not the script (review)', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const file = join(dir, 'pw-no-interpreter');
+    writeFileSync(file, '#!/nonexistent/interpreter\necho hi\n');
+    chmodSync(file, 0o755);
+    for (const argv of [[file], ['pw-no-interpreter']]) {
+      const r = await sup.spawn({ argv, containment: 'process-group', env: { PATH: `/usr/bin:${dir}` } })
+        .result;
+      expect(r.reason).toBe('spawn-error');
+      expect(r.error?.code).toBe('ENOENT');
+      expect(r.error?.message).toBe(`${argv[0]}: its interpreter (the #! line) was not found.`);
+    }
+  });
+
   it('cancel and kill on a failed spawn are harmless', async () => {
     const handle = sup.spawn({ argv: ['procwarden-no-such-command'] });
     handle.cancel();

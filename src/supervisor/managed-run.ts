@@ -1,4 +1,5 @@
 import { statSync } from 'node:fs';
+import { delimiter, resolve } from 'node:path';
 import { type Clock, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
@@ -601,7 +602,7 @@ export class ManagedRun implements RunHandle {
         ? {
             error: {
               code: this.spawnError.code ?? 'SPAWN_FAILED',
-              message: spawnMessage(this.spec.argv[0], this.spawnError),
+              message: spawnMessage(this.spec, this.spawnError),
             },
           }
         : {}),
@@ -654,10 +655,14 @@ function abortDetail(signal: AbortSignal | undefined): string | undefined {
   return describeThrown(reason);
 }
 
-function spawnMessage(command: string, error: NodeJS.ErrnoException): string {
+function spawnMessage(spec: NormalSpec, error: NodeJS.ErrnoException): string {
+  const command = spec.argv[0];
   switch (error.code) {
     case 'ENOENT':
-      return `${command}: command not found (no such file in PATH or at that path).`;
+      // The file is there: what the exec did not find is the interpreter its #! line names.
+      return process.platform !== 'win32' && located(command, spec)
+        ? `${command}: its interpreter (the #! line) was not found.`
+        : `${command}: command not found (no such file in PATH or at that path).`;
     case 'EACCES':
       return isDirectory(command)
         ? `${command}: is a directory, not a program.`
@@ -669,6 +674,26 @@ function spawnMessage(command: string, error: NodeJS.ErrnoException): string {
       const why = text ? `${text} (${error.code})` : error.message.replace(/\.$/, '');
       return `${command}: could not be started: ${why}.`;
     }
+  }
+}
+
+/** Whether `command` names a file, as the exec would look for it (its path, or PATH's directories). */
+function located(command: string, spec: NormalSpec): boolean {
+  let cwd: string;
+  try {
+    cwd = spec.cwd ?? process.cwd();
+  } catch {
+    return false; // our directory was removed: nothing relative to it can be looked at
+  }
+  if (command.includes('/')) return isFile(resolve(cwd, command));
+  return (spec.env.PATH ?? '').split(delimiter).some((dir) => isFile(resolve(cwd, dir || '.', command)));
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
   }
 }
 
