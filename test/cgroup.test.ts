@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync }
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { killAll } from '../src/containment/cgroup-fs.js';
+import { throughShim } from '../src/containment/cgroup-shim.js';
 import {
   CgroupHost,
   createContainment,
@@ -21,6 +22,28 @@ const HYBRID = `30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=75
 const PURE_V2 = '25 20 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw\n';
 const CONTAINER_RO = '610 600 0:30 / /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - cgroup2 cgroup rw\n';
 const BIND = '99 1 0:40 /kubepods/pod1 /mnt/my\\040cgroups rw,relatime - cgroup2 cgroup2 rw\n';
+
+describe('the cgroup shim (no root needed)', () => {
+  it('puts only what its shell would drop or reset on a command line, never another value (review)', () => {
+    const plan = {
+      file: 'true',
+      args: ['x'],
+      cwd: undefined,
+      env: { PATH: '/usr/bin:/bin', API_TOKEN: 'secret-value', 'A.B': '1', IFS: ':' },
+      newSession: true,
+    };
+    const shimmed = throughShim(plan, '/sys/fs/cgroup/x/cgroup.procs');
+    expect(shimmed.file).toBe('/bin/sh');
+    expect(shimmed.env).toEqual(plan.env);
+    expect(shimmed.args.join('\n')).not.toContain('secret-value');
+    expect(shimmed.args.slice(-6)).toEqual(['/usr/bin/env', '--', 'A.B=1', 'IFS=:', 'true', 'x']);
+    // Without a PATH of the run's, env is given the command found by the same search as the check.
+    const bare = throughShim({ ...plan, env: { 'A.B': '1' } }, '/x');
+    expect(bare.args.slice(-3)).toEqual(['A.B=1', '/usr/bin/true', 'x']);
+    // The usual environment: no env at all.
+    expect(throughShim({ ...plan, env: { PATH: '/usr/bin:/bin' } }, '/x').args).not.toContain('/usr/bin/env');
+  });
+});
 
 describe('cgroup v2 discovery (no root needed)', () => {
   it('finds the cgroup2 mount in hybrid and pure-v2 layouts, never by a fixed path', () => {
@@ -161,8 +184,8 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
     expect(r.containment).toBe('cgroup');
     const seen = JSON.parse(r.stdout.text);
     expect(seen).toMatchObject(env);
-    // Nothing else but the run's cookie: the shim's shell adds none of its own (PWD).
-    expect(Object.keys(seen).sort()).toEqual([...Object.keys(env), 'PROCWARDEN_RUN'].sort());
+    // Nothing else but the run's cookie and the shell's PWD (documented).
+    expect(Object.keys(seen).sort()).toEqual([...Object.keys(env), 'PROCWARDEN_RUN', 'PWD'].sort());
     // The usual environment goes as it is, without the extra exec.
     const plain = await sup.spawn({
       argv: ['sh', '-c', 'printf %s "$X"'],

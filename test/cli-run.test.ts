@@ -292,26 +292,47 @@ describe('procwarden run: output that cannot be passed on (review)', () => {
     expect(r.status).toBe(141);
   });
 
+  /** `procwarden run ARGS` with its stdout on /dev/full: its status and stderr. */
+  async function intoFullDisk(args: string[]) {
+    const full = openSync('/dev/full', 'w');
+    const child = spawn(process.execPath, [CLI, 'run', ...args], { stdio: ['ignore', full, 'pipe'] });
+    closeSync(full);
+    leaks.track(child.pid);
+    let stderr = '';
+    child.stderr?.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const status = await new Promise((resolve) => child.once('exit', resolve));
+    return { status, stderr };
+  }
+
   it.skipIf(!existsSync('/dev/full'))(
     'a stdout that refuses it (a full disk) stops the command: 125 and a write error, not an endless run',
     async () => {
       for (const argv of [['yes'], ['seq', '1', '10']]) {
-        const full = openSync('/dev/full', 'w');
-        const child = spawn(process.execPath, [CLI, 'run', '--', ...argv], {
-          stdio: ['ignore', full, 'pipe'],
-        });
-        closeSync(full);
-        leaks.track(child.pid);
-        let err = '';
-        child.stderr?.on('data', (c: Buffer) => {
-          err += c.toString();
-        });
-        const status = await new Promise((resolve) => child.once('exit', resolve));
-        expect(status).toBe(125);
-        expect(err).toMatch(/^procwarden run: write error: ENOSPC/m);
+        const r = await intoFullDisk(['--', ...argv]);
+        expect(r.status).toBe(125);
+        expect(r.stderr).toMatch(/^procwarden run: write error: ENOSPC/m);
       }
     },
   );
+
+  it.skipIf(!existsSync('/dev/full'))(
+    '--json - that cannot be written: 125 and a write error, not 0',
+    async () => {
+      const r = await intoFullDisk(['--json', '-', '--', 'true']);
+      expect(r.status).toBe(125);
+      expect(r.stderr).toMatch(/^procwarden run: --json: write error: ENOSPC/m);
+    },
+  );
+
+  it('--json - into a pipe whose reader has gone: 141, as a closed pipe ends a writer', async () => {
+    const cli = startCli(['run', '--json', '-', '--', 'sleep', '0.3']);
+    leaks.track(cli.child.pid);
+    cli.child.stdout?.destroy();
+    const r = await cli.done;
+    expect(r.status).toBe(141);
+  });
 });
 
 describe('procwarden run --json', () => {

@@ -3,7 +3,7 @@
 // note or a ProcwardenError with its code; none crashes the host, hangs a result or half-installs
 // anything.
 import { execFile } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -396,6 +396,24 @@ describe('a current directory that was removed', () => {
     // from a removed directory in advance) the shell's 127.
     expect(['ENOENT', 127]).toContain(missing);
     expect(readdirSync(state)).toEqual([]);
+  });
+
+  it('an absolute script whose #! interpreter is missing is still named so from there (review)', async () => {
+    const dir = makeTmp();
+    const bad = join(dir, 'pw-bad-interpreter');
+    writeFileSync(bad, '#!/nonexistent/interpreter\n');
+    chmodSync(bad, 0o755);
+    const library = join(import.meta.dirname, '..', 'dist', 'index.js');
+    const script = `import(${JSON.stringify(library)}).then(async (m) => {
+      const r = await m.run({ argv: [${JSON.stringify(bad)}], containment: 'process-group' }).result;
+      console.log(JSON.stringify(r.error?.message));
+    })`;
+    const { stdout } = await exec(
+      'sh',
+      ['-c', 'mkdir gone && cd gone && rmdir ../gone && exec "$0" -e "$1"', process.execPath, script],
+      { cwd: dir, env: { ...process.env, PROCWARDEN_STATE_DIR: join(dir, 'state') } },
+    );
+    expect(JSON.parse(stdout)).toBe(`${bad}: its interpreter (the #! line) was not found.`);
   });
 });
 

@@ -144,6 +144,21 @@ describe('spawn errors are results, never throws or rejections', () => {
     }
   });
 
+  it('without a PATH, a script only in the current directory is not found: no interpreter is blamed (review)', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    writeFileSync(join(dir, 'pw-only-here'), '#!/bin/sh\necho hi\n');
+    chmodSync(join(dir, 'pw-only-here'), 0o755);
+    const r = await sup.spawn({
+      argv: ['pw-only-here'],
+      cwd: dir,
+      extendEnv: false,
+      env: {},
+      containment: 'process-group',
+    }).result;
+    expect(r.reason).toBe('spawn-error');
+    expect(r.error?.message).toBe('pw-only-here: command not found (no such file in PATH or at that path).');
+  });
+
   it('cancel and kill on a failed spawn are harmless', async () => {
     const handle = sup.spawn({ argv: ['procwarden-no-such-command'] });
     handle.cancel();

@@ -51,11 +51,22 @@ function parseEnv(pairs: readonly string[] = []): Record<string, string> {
   return env;
 }
 
-/** Where --json goes: a file (opened now, so a bad path fails before anything runs), stdout or stderr. */
-function openJsonSink(target: string | undefined): ((text: string) => void) | null {
+type JsonSink = (text: string) => Promise<NodeJS.ErrnoException | null>;
+
+/**
+ * Where --json goes: a file (opened now, so a bad path fails before anything runs), stdout or
+ * stderr. Writing it says whether it got there: the status depends on it.
+ */
+function openJsonSink(target: string | undefined): JsonSink | null {
   if (target === undefined) return null;
-  if (target === '') return (text) => process.stderr.write(text);
-  if (target === '-') return (text) => process.stdout.write(text);
+  const toStream =
+    (stream: NodeJS.WriteStream): JsonSink =>
+    (text) =>
+      new Promise((resolve) => {
+        stream.write(text, (error) => resolve((error as NodeJS.ErrnoException | null | undefined) ?? null));
+      });
+  if (target === '') return toStream(process.stderr);
+  if (target === '-') return toStream(process.stdout);
   let fd: number;
   try {
     fd = openSync(target, 'w');
@@ -63,9 +74,16 @@ function openJsonSink(target: string | undefined): ((text: string) => void) | nu
     const code = (error as NodeJS.ErrnoException).code;
     throw new UsageError(`--json: cannot write ${JSON.stringify(target)} (${code})`, EXIT_FAILED);
   }
-  return (text) => {
-    writeSync(fd, text);
-    closeSync(fd);
+  return async (text) => {
+    try {
+      let rest = Buffer.from(text);
+      while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
+      return null;
+    } catch (error) {
+      return error as NodeJS.ErrnoException;
+    } finally {
+      closeSync(fd);
+    }
   };
 }
 
@@ -202,6 +220,19 @@ export async function runCommand(args: string[]): Promise<number> {
     );
     if (line) process.stderr.write(`${line}\n`);
   }
-  writeJson?.(`${JSON.stringify(result, null, 2)}\n`);
-  return writeFailed ? EXIT_FAILED : runStatus(result, received);
+  if (writeFailed) {
+    writeJson?.(`${JSON.stringify(result, null, 2)}\n`);
+    return EXIT_FAILED;
+  }
+  // Its failure may come as the write's error, the stream's 'error' event (above), or both.
+  const jsonError =
+    (writeJson ? await writeJson(`${JSON.stringify(result, null, 2)}\n`) : null) ?? writeFailed;
+  if (jsonError && received === null) {
+    noteWriteError(jsonError);
+    // Its reader went away (`--json - | true`): as a closed pipe ends a writer, 141.
+    if (jsonError.code === 'EPIPE') return runStatus(result, 'SIGPIPE');
+    if (stderrOpen) process.stderr.write(`procwarden run: --json: write error: ${jsonError.message}\n`);
+    return EXIT_FAILED;
+  }
+  return runStatus(result, received);
 }

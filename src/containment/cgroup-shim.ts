@@ -17,14 +17,19 @@ const SHIM =
  * so that it fails the usual way (spawn-error ENOENT / EACCES) instead of as the shim's exit 127.
  */
 export function throughShim(plan: LaunchPlan, procsFile: string): LaunchPlan {
-  if (!canExecute(plan)) return plan;
-  const env = shellWouldChange(plan.env) ? envProgram() : null;
+  const found = canExecute(plan);
+  if (found === false) return plan;
+  const lost = shellWouldChange(plan.env);
+  const env = lost.length > 0 ? envProgram() : null;
   // `env` takes an argument with '=' for a variable: a command named so is run as before.
   if (env !== null && !plan.file.includes('=')) {
-    // The shell gets no environment at all; `env -i` gives the command exactly its own.
-    const pairs = Object.entries(plan.env).map(([name, value]) => `${name}=${value}`);
-    const command = [env, '-i', '--', ...pairs, plan.file, ...plan.args];
-    return { ...plan, env: {}, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, ...command] };
+    // The shell passes the rest on; `env` puts back what it dropped or reset. Only those values are
+    // on a command line (which any user can read, where an environment is its owner's alone).
+    // Without a PATH of the run's, the command found here is the one env runs (its own default
+    // search differs).
+    const file = plan.env.PATH === undefined && typeof found === 'string' ? found : plan.file;
+    const command = [env, '--', ...lost, file, ...plan.args];
+    return { ...plan, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, ...command] };
   }
   return { ...plan, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, plan.file, ...plan.args] };
 }
@@ -34,14 +39,16 @@ const SHELL_SETS = new Set(['IFS', 'PPID', 'OPTIND']);
 const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * Whether the shim's shell would hand the command another environment than `env`: it resets IFS,
+ * What the shim's shell would not hand the command as `env` has it, as NAME=VALUE: it resets IFS,
  * PPID and OPTIND, and drops what is not a shell variable's name (`A.B`, `my-var`), which other
- * programs use. PWD it corrects when it names another directory than the command's. Otherwise the
- * shell passes every variable on as it got it, and one exec less is saved.
+ * programs use. PWD it corrects when it names another directory than the command's. Everything
+ * else it passes on as it got it.
  */
-function shellWouldChange(env: Record<string, string>): boolean {
-  for (const name of Object.keys(env)) if (SHELL_SETS.has(name) || !SHELL_NAME.test(name)) return true;
-  return false;
+function shellWouldChange(env: Record<string, string>): string[] {
+  const lost: string[] = [];
+  for (const [name, value] of Object.entries(env))
+    if (SHELL_SETS.has(name) || !SHELL_NAME.test(name)) lost.push(`${name}=${value}`);
+  return lost;
 }
 
 let envPath: string | null | undefined;
@@ -52,19 +59,29 @@ function envProgram(): string | null {
   return envPath;
 }
 
-function canExecute(plan: LaunchPlan): boolean {
+/**
+ * Whether the command can be executed: false when it cannot; else the absolute path it was found
+ * at by a PATH search, or true (a name with a slash, or one that only the exec can resolve).
+ */
+function canExecute(plan: LaunchPlan): string | boolean {
   const cwd = plan.cwd ?? currentDir();
   // A relative name against a current directory that was removed: only the exec can tell (`..`
   // still resolves from there), so it goes through the shim, and into the cgroup, like any other.
   const at = (path: string) => (isAbsolute(path) ? path : cwd === null ? null : resolve(cwd, path));
-  const runnable = (path: string | null) => path === null || executable(path);
-  if (plan.file.includes('/')) return runnable(at(plan.file));
-  const path = plan.env.PATH ?? '/usr/local/bin:/usr/bin:/bin';
-  return path.split(delimiter).some((dir) => {
+  if (plan.file.includes('/')) {
+    const path = at(plan.file);
+    return path === null || executable(path);
+  }
+  for (const dir of (plan.env.PATH ?? DEFAULT_PATH).split(delimiter)) {
     const base = at(dir === '' ? '.' : dir);
-    return runnable(base === null ? null : join(base, plan.file));
-  });
+    if (base === null) return true;
+    if (executable(join(base, plan.file))) return join(base, plan.file);
+  }
+  return false;
 }
+
+/** Where a command is looked for when the run has no PATH (execvp's search on glibc, and then some). */
+export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
 
 /** process.cwd() throws when the directory we are in was removed; the command may still run there. */
 function currentDir(): string | null {

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
-import { delimiter, resolve } from 'node:path';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { type Clock, type TimerHandle, within } from '../clock.js';
-import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
+import { type CgroupHost, type Containment, createContainment, DEFAULT_PATH } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type ChildHandle, type SendSignal, terminate } from '../kill/index.js';
@@ -679,14 +679,19 @@ function spawnMessage(spec: NormalSpec, error: NodeJS.ErrnoException): string {
 
 /** Whether `command` names a file, as the exec would look for it (its path, or PATH's directories). */
 function located(command: string, spec: NormalSpec): boolean {
-  let cwd: string;
+  let cwd: string | null;
   try {
     cwd = spec.cwd ?? process.cwd();
   } catch {
-    return false; // our directory was removed: nothing relative to it can be looked at
+    cwd = null; // our directory was removed: only absolute paths can be looked at
   }
-  if (command.includes('/')) return isFile(resolve(cwd, command));
-  return (spec.env.PATH ?? '').split(delimiter).some((dir) => isFile(resolve(cwd, dir || '.', command)));
+  const at = (path: string) => (isAbsolute(path) ? path : cwd === null ? null : resolve(cwd, path));
+  const isThere = (path: string | null) => path !== null && isFile(path);
+  if (command.includes('/')) return isThere(at(command));
+  return (spec.env.PATH ?? DEFAULT_PATH).split(delimiter).some((dir) => {
+    const base = at(dir === '' ? '.' : dir);
+    return base !== null && isThere(join(base, command));
+  });
 }
 
 function isFile(path: string): boolean {
