@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { isProcwardenError } from '../errors.js';
 import { normalizeSignal, parseDuration } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
@@ -12,7 +12,7 @@ import { inheritedFds } from './inherited-fds.js';
 import { connectPty } from './pty-terminal.js';
 import { onStopSignals, TERMINAL_SIGNALS } from './signals.js';
 import { stopLine } from './stop-line.js';
-import { noteWriteError, writeNow } from './write-now.js';
+import { noteWriteError, writeAll, writeNow } from './write-now.js';
 
 const OPTIONS = {
   timeout: { type: 'string' },
@@ -75,15 +75,9 @@ function openJsonSink(target: string | undefined): JsonSink | null {
     throw new UsageError(`--json: cannot write ${JSON.stringify(target)} (${code})`, EXIT_FAILED);
   }
   return async (text) => {
-    try {
-      let rest = Buffer.from(text);
-      while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
-      return null;
-    } catch (error) {
-      return error as NodeJS.ErrnoException;
-    } finally {
-      closeSync(fd);
-    }
+    const { error } = writeAll(fd, text);
+    closeSync(fd);
+    return error ?? null;
   };
 }
 

@@ -14,7 +14,7 @@ export function noteWriteError(error: NodeJS.ErrnoException): void {
 export const ownPipeBroke = (): boolean => pipeBroke;
 
 /** write(2) until all of `text` is out or a write fails: what is left, and why (noted). */
-function writeAll(fd: 1 | 2, text: string): { rest: Buffer; error?: NodeJS.ErrnoException } {
+export function writeAll(fd: number, text: string): { rest: Buffer; error?: NodeJS.ErrnoException } {
   let rest = Buffer.from(text, 'utf8');
   try {
     while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));

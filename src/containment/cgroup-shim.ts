@@ -1,5 +1,5 @@
 import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { lookUp } from '../spawn/command-path.js';
 import type { LaunchPlan } from './types.js';
 
 /**
@@ -17,8 +17,8 @@ const SHIM =
  * so that it fails the usual way (spawn-error ENOENT / EACCES) instead of as the shim's exit 127.
  */
 export function throughShim(plan: LaunchPlan, procsFile: string): LaunchPlan {
-  const found = canExecute(plan);
-  if (found === false) return plan;
+  const found = lookUp(plan.file, plan.cwd, plan.env.PATH, executable);
+  if (found === null) return plan;
   const lost = shellWouldChange(plan.env);
   const env = lost.length > 0 ? envProgram() : null;
   // `env` takes an argument with '=' for a variable: a command named so is run as before.
@@ -27,7 +27,8 @@ export function throughShim(plan: LaunchPlan, procsFile: string): LaunchPlan {
     // on a command line (which any user can read, where an environment is its owner's alone).
     // Without a PATH of the run's, the command found here is the one env runs (its own default
     // search differs).
-    const file = plan.env.PATH === undefined && typeof found === 'string' ? found : plan.file;
+    const file =
+      plan.env.PATH === undefined && !plan.file.includes('/') && found !== 'unknown' ? found : plan.file;
     const command = [env, '--', ...lost, file, ...plan.args];
     return { ...plan, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, ...command] };
   }
@@ -57,39 +58,6 @@ let envPath: string | null | undefined;
 function envProgram(): string | null {
   envPath ??= ['/usr/bin/env', '/bin/env'].find(executable) ?? null;
   return envPath;
-}
-
-/**
- * Whether the command can be executed: false when it cannot; else the absolute path it was found
- * at by a PATH search, or true (a name with a slash, or one that only the exec can resolve).
- */
-function canExecute(plan: LaunchPlan): string | boolean {
-  const cwd = plan.cwd ?? currentDir();
-  // A relative name against a current directory that was removed: only the exec can tell (`..`
-  // still resolves from there), so it goes through the shim, and into the cgroup, like any other.
-  const at = (path: string) => (isAbsolute(path) ? path : cwd === null ? null : resolve(cwd, path));
-  if (plan.file.includes('/')) {
-    const path = at(plan.file);
-    return path === null || executable(path);
-  }
-  for (const dir of (plan.env.PATH ?? DEFAULT_PATH).split(delimiter)) {
-    const base = at(dir === '' ? '.' : dir);
-    if (base === null) return true;
-    if (executable(join(base, plan.file))) return join(base, plan.file);
-  }
-  return false;
-}
-
-/** Where a command is looked for when the run has no PATH (execvp's search on glibc, and then some). */
-export const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
-
-/** process.cwd() throws when the directory we are in was removed; the command may still run there. */
-function currentDir(): string | null {
-  try {
-    return process.cwd();
-  } catch {
-    return null;
-  }
 }
 
 function executable(path: string): boolean {

@@ -22,7 +22,6 @@ export {
   unidentifiedMember,
 } from './cgroup-fs.js';
 export { CgroupHost, type CgroupHostOptions, type CgroupProbe } from './cgroup-host.js';
-export { DEFAULT_PATH } from './cgroup-shim.js';
 export { type ScanOutcome, scanUntilSure } from './confirm-empty.js';
 export { GroupOnlyContainment } from './group-only.js';
 export { TreeMembership } from './membership.js';

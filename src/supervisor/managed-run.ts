@@ -1,14 +1,13 @@
 import { statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { type Clock, type TimerHandle, within } from '../clock.js';
-import { type CgroupHost, type Containment, createContainment, DEFAULT_PATH } from '../containment/index.js';
+import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type ChildHandle, type SendSignal, terminate } from '../kill/index.js';
 import { util } from '../lazy-builtins.js';
 import { checkPtyCells, type NormalSpec, normalizeSignal, oneOf } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
-import type { Launched, Launcher } from '../spawn/index.js';
+import { type Launched, type Launcher, lookUp } from '../spawn/index.js';
 import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 import type {
   CancelOptions,
@@ -658,11 +657,13 @@ function abortDetail(signal: AbortSignal | undefined): string | undefined {
 function spawnMessage(spec: NormalSpec, error: NodeJS.ErrnoException): string {
   const command = spec.argv[0];
   switch (error.code) {
-    case 'ENOENT':
+    case 'ENOENT': {
       // The file is there: what the exec did not find is the interpreter its #! line names.
-      return process.platform !== 'win32' && located(command, spec)
+      const found = process.platform === 'win32' ? null : lookUp(command, spec.cwd, spec.env.PATH, isFile);
+      return found !== null && found !== 'unknown'
         ? `${command}: its interpreter (the #! line) was not found.`
         : `${command}: command not found (no such file in PATH or at that path).`;
+    }
     case 'EACCES':
       return isDirectory(command)
         ? `${command}: is a directory, not a program.`
@@ -675,23 +676,6 @@ function spawnMessage(spec: NormalSpec, error: NodeJS.ErrnoException): string {
       return `${command}: could not be started: ${why}.`;
     }
   }
-}
-
-/** Whether `command` names a file, as the exec would look for it (its path, or PATH's directories). */
-function located(command: string, spec: NormalSpec): boolean {
-  let cwd: string | null;
-  try {
-    cwd = spec.cwd ?? process.cwd();
-  } catch {
-    cwd = null; // our directory was removed: only absolute paths can be looked at
-  }
-  const at = (path: string) => (isAbsolute(path) ? path : cwd === null ? null : resolve(cwd, path));
-  const isThere = (path: string | null) => path !== null && isFile(path);
-  if (command.includes('/')) return isThere(at(command));
-  return (spec.env.PATH ?? DEFAULT_PATH).split(delimiter).some((dir) => {
-    const base = at(dir === '' ? '.' : dir);
-    return base !== null && isThere(join(base, command));
-  });
 }
 
 function isFile(path: string): boolean {

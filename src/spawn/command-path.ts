@@ -1,0 +1,40 @@
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+
+/** Where a command is looked for when the run has no PATH (execvp's search on glibc, and then some). */
+const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+/**
+ * Where the exec would find `file`, judged by `accept`: its own path when it has a slash, else the
+ * first of PATH's directories (DEFAULT_PATH without one) that has it. null when it is nowhere;
+ * 'unknown' when it is not found and only the exec can tell: a relative name against a current
+ * directory that was removed (`..` still resolves from there).
+ */
+export function lookUp(
+  file: string,
+  cwd: string | undefined,
+  path: string | undefined,
+  accept: (path: string) => boolean,
+): string | null | 'unknown' {
+  const dir = cwd ?? currentDir();
+  const at = (p: string) => (isAbsolute(p) ? p : dir === null ? null : resolve(dir, p));
+  if (file.includes('/')) {
+    const full = at(file);
+    return full === null ? 'unknown' : accept(full) ? full : null;
+  }
+  let unknown = false;
+  for (const entry of (path ?? DEFAULT_PATH).split(delimiter)) {
+    const base = at(entry === '' ? '.' : entry);
+    if (base === null) unknown = true;
+    else if (accept(join(base, file))) return join(base, file);
+  }
+  return unknown ? 'unknown' : null;
+}
+
+/** process.cwd() throws when the directory we are in was removed; the command may still run there. */
+function currentDir(): string | null {
+  try {
+    return process.cwd();
+  } catch {
+    return null;
+  }
+}
