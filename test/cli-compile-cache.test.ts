@@ -49,10 +49,10 @@ function entries(dir: string): string[] {
 const cacheOf = (xdg: string) => join(xdg, 'procwarden', 'compile-cache');
 const clean = { NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined };
 
-// `timeout` with no operand loads the timeout command's chunk (and the library under it), fails at
-// once with a usage error, and starts nothing.
+// `timeout` with a bad duration loads the timeout command's chunk (and the library under it), fails
+// at once with a usage error, and starts nothing.
 const loadSomething = (env: Record<string, string | undefined>, script?: string) =>
-  runCli(['timeout'], { env: { ...clean, ...env }, script });
+  runCli(['timeout', '1e', 'true'], { env: { ...clean, ...env }, script });
 
 describe('the CLI compile cache', () => {
   it('lives in $XDG_CACHE_HOME/procwarden/compile-cache, private, and never in the shared tmpdir', async () => {
@@ -60,7 +60,7 @@ describe('the CLI compile cache', () => {
     const r = await loadSomething({ XDG_CACHE_HOME: xdg, TMPDIR: tmp });
     expect(r.status).toBe(125);
     expect(r.stderr).toBe(
-      "procwarden timeout: missing operand\nTry 'procwarden timeout --help' for more information.\n",
+      "procwarden timeout: invalid time interval '1e'\nTry 'procwarden timeout --help' for more information.\n",
     );
     const files = entries(cacheOf(xdg));
     // The command's chunk and the library's, at least.
@@ -100,7 +100,7 @@ describe('the CLI compile cache', () => {
     writeFileSync(library, Buffer.alloc(4096, 0x5a), { mode: 0o600 });
     const r = await loadSomething(env);
     expect(r.status).toBe(125);
-    expect(r.stderr).toContain('missing operand');
+    expect(r.stderr).toContain('invalid time interval');
     // V8 rejected the garbage: the entry was written again, from the code this start compiled.
     expect(readFileSync(library).equals(Buffer.alloc(4096, 0x5a))).toBe(false);
     expect(statSync(library).size).toBeGreaterThan(4096);
@@ -114,7 +114,7 @@ describe('the CLI compile cache', () => {
     cpSync(join(dirname(CLI), '..', '..', 'package.json'), join(pkg, 'package.json'));
     const script = join(pkg, 'dist', 'cli', 'main.js');
     const env = { XDG_CACHE_HOME: xdg, TMPDIR: tmp };
-    expect((await loadSomething(env, script)).stderr).toContain('missing operand');
+    expect((await loadSomething(env, script)).stderr).toContain('invalid time interval');
     const cached = entries(cacheOf(xdg)).filter((f) => /\.timeout-/.test(f));
     expect(cached).toHaveLength(1);
 
@@ -122,12 +122,12 @@ describe('the CLI compile cache', () => {
     const chunks = join(pkg, 'dist', 'cjs');
     const chunk = join(chunks, readdirSync(chunks).find((f) => /^timeout-.*\.cjs$/.test(f)) as string);
     const source = readFileSync(chunk, 'utf8');
-    expect(source).toContain('"missing operand"');
-    writeFileSync(chunk, source.replace('"missing operand"', '"missing OPERAND"'));
+    expect(source).toContain('invalid time interval');
+    writeFileSync(chunk, source.replace('invalid time interval', 'invalid TIME interval'));
     expect(statSync(chunk).size).toBe(Buffer.byteLength(source));
 
     const r = await loadSomething(env, script);
-    expect(r.stderr).toContain('procwarden timeout: missing OPERAND');
+    expect(r.stderr).toContain('procwarden timeout: invalid TIME interval');
     const now = entries(cacheOf(xdg)).filter((f) => /\.timeout-/.test(f));
     expect(now).toHaveLength(1);
     expect(now).not.toEqual(cached);

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProcwardenError, Supervisor, terminateTree } from '../src/index.js';
@@ -157,6 +157,31 @@ describe('terminateTree refuses bad targets with a typed error, signalling nothi
     expect(await codeOf(terminateTree(1))).toBe('FORBIDDEN_TARGET');
     expect(await codeOf(terminateTree(process.pid))).toBe('FORBIDDEN_TARGET');
     expect(await codeOf(terminateTree(process.ppid))).toBe('FORBIDDEN_TARGET');
+  });
+
+  it("a thread's id ends its process, as kill(2) would; a thread of ours or an ancestor's is refused", async () => {
+    // A Node process has threads of its own (V8's, libuv's) from its start.
+    const node = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    leaks.track(node.pid);
+    const pid = node.pid ?? 0;
+    const tid = await waitFor(
+      () =>
+        readdirSync(`/proc/${pid}/task`)
+          .map(Number)
+          .find((t) => t !== pid),
+      {
+        what: 'a thread of the child',
+      },
+    );
+    const report = await terminateTree(tid, { graceMs: 3000 });
+    expect(report.signalled).toBeGreaterThanOrEqual(1);
+    expect(report.members.map((m) => m.pid)).toContain(pid);
+    await waitFor(() => !alive(pid), { what: 'the process of the thread gone' });
+    const ours =
+      readdirSync('/proc/self/task')
+        .map(Number)
+        .find((t) => t !== process.pid) ?? 0;
+    expect(await codeOf(terminateTree(ours))).toBe('FORBIDDEN_TARGET');
   });
 
   it('NO_SUCH_PROCESS for a pid nothing has', async () => {

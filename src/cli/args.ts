@@ -94,8 +94,23 @@ type Parsed<T extends Options> = ReturnType<
   typeof parseArgs<{ args: string[]; options: T; strict: true; allowPositionals: true }>
 >;
 
-/** node:util parseArgs, with its errors turned into one-line usage errors. */
-export function parseOptions<T extends Options>(args: string[], options: T, status: number): Parsed<T> {
+/** An option as parseArgs' `tokens` list it, in the order given (and each time it is given). */
+export interface OptionToken {
+  kind: string;
+  name?: string;
+  value?: string;
+}
+
+/**
+ * node:util parseArgs, with its errors turned into one-line usage errors. `withTokens`: also the
+ * options in the order given.
+ */
+export function parseOptions<T extends Options>(
+  args: string[],
+  options: T,
+  status: number,
+  withTokens = false,
+): Parsed<T> & { tokens?: OptionToken[] } {
   // Words without a dash are all positionals: what parseArgs would say, without its first call's
   // cost (1.3-1.8 ms, its module and validators loaded and run), which `timeout 10 true` would pay
   // for nothing. No option here has a default value that an empty result would leave out.
@@ -106,7 +121,15 @@ export function parseOptions<T extends Options>(args: string[], options: T, stat
     if (dash) throw new UsageError("invalid option -- '-'", status);
   }
   try {
-    return parseArgs({ args, options, strict: true, allowPositionals: true });
+    return parseArgs({
+      args,
+      options,
+      strict: true,
+      allowPositionals: true,
+      tokens: withTokens,
+    }) as Parsed<T> & {
+      tokens?: OptionToken[];
+    };
   } catch (error) {
     throw new UsageError(describeParseError(error as NodeJS.ErrnoException & Error, args), status);
   }

@@ -1,8 +1,10 @@
+import { profiled } from './signals.js';
+
 /**
  * Signals whose default action ends a process without a core dump, and that Node leaves at that
  * default once nothing listens (libuv sets SIG_DFL when its last handler for a signal stops: so
- * also SIGPIPE, which Node otherwise ignores). Not SIGUSR1 (Node's inspector handler) or SIGPROF (the
- * profiler's clock under --cpu-prof); not the core-dumping ones either: timeout(1) raises those only
+ * also SIGPIPE, which Node otherwise ignores). Not SIGUSR1 (Node's inspector handler); SIGPROF only
+ * when no profiler has it as its clock (below); not the core-dumping ones either: timeout(1) raises those only
  * where it can turn core dumps off first, which Node cannot.
  */
 const DIES_QUIETLY: readonly string[] = [
@@ -26,7 +28,9 @@ const DIES_QUIETLY: readonly string[] = [
  * status already set (128+N).
  */
 export function dieOfAtExit(signal: string): void {
-  if (process.platform === 'win32' || !DIES_QUIETLY.includes(signal)) return;
+  if (process.platform === 'win32') return;
+  // SIGPROF is the profiler's clock only under a profiler; otherwise its default ends us quietly.
+  if (!DIES_QUIETLY.includes(signal) && (signal !== 'SIGPROF' || profiled())) return;
   process.once('beforeExit', () => {
     // Nothing may catch it now, and a signal Node ignores is at its default once a listener of
     // its own has come and gone.

@@ -76,7 +76,7 @@ async function main(): Promise<number> {
     return await (await command.load())(args, prog);
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`${prog}: ${error.message}\n`);
+      if (error.message) process.stderr.write(`${prog}: ${error.message}\n`);
       if (error.hint) process.stderr.write(`Try '${prog} --help' for more information.\n`);
       return error.status;
     }

@@ -15,7 +15,7 @@ const STOP_SIGNALS: readonly NodeJS.Signals[] =
  * Under `node --cpu-prof` (or --prof) SIGPROF is V8's sampling clock, ticking every millisecond:
  * a listener would take the profiler's handler and read its first tick as a request to stop.
  */
-function profiled(): boolean {
+export function profiled(): boolean {
   return [...process.execArgv, ...(process.env.NODE_OPTIONS?.split(/\s+/) ?? [])].some((a) =>
     /^--(cpu-prof|prof)(=|$|-)/.test(a),
   );

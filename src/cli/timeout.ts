@@ -57,11 +57,21 @@ type TimeoutSignal = NodeJS.Signals | 0;
 
 function signal(text: string): TimeoutSignal {
   if (/^(0+|(sig)?exit)$/i.test(text)) return 0;
+  if (/^(sig)?cld$/i.test(text)) return 'SIGCHLD'; // System V's name, which gnulib's table keeps
   try {
-    return normalizeSignal(text);
+    return normalizeSignal(/^\d+$/.test(text) ? String(fromStatus(Number(text))) : text);
   } catch {
     throw new UsageError(`'${text}': invalid signal`, EXIT_FAILED);
   }
+}
+
+/**
+ * A number as coreutils reads it, which takes a shell's `$?` of a killed command (137) for the
+ * signal that killed it (9): WTERMSIG of a number that WIFSIGNALED calls a signal's status.
+ */
+function fromStatus(n: number): number {
+  const low = n & 0x7f;
+  return Number.isSafeInteger(n) && low !== 0 && low !== 0x7f ? low : n;
 }
 
 /** As coreutils names them in its -v lines: signal 0 is `EXIT` (gnulib's sig2str). */
@@ -75,21 +85,27 @@ const shortName = (sig: TimeoutSignal) => {
 
 export async function timeoutCommand(args: string[], prog: string): Promise<number> {
   const { ours, rest } = splitAtCommand(args, OPTIONS, { prefixes: { status: EXIT_FAILED } });
-  const { values } = parseOptions(ours, OPTIONS, EXIT_FAILED);
-  if (values.help) {
-    writeNow(1, TIMEOUT_HELP);
-    return 0;
+  const { values, tokens = [] } = parseOptions(ours, OPTIONS, EXIT_FAILED, true);
+  // In the order given, each as it comes, as timeout(1)'s getopt loop reads them: the first bad
+  // one is the one reported, and --help or --version ends the reading where it stands.
+  let timeoutSignal: TimeoutSignal = 'SIGTERM';
+  let killAfterMs = 0;
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    if (token.name === 'signal') timeoutSignal = signal(token.value ?? '');
+    else if (token.name === 'kill-after') killAfterMs = duration(token.value ?? '');
+    else if (token.name === 'help') {
+      writeNow(1, TIMEOUT_HELP);
+      return 0;
+    } else if (token.name === 'version') {
+      writeNow(1, timeoutVersion(packageVersion()));
+      return 0;
+    }
   }
-  if (values.version) {
-    writeNow(1, timeoutVersion(packageVersion()));
-    return 0;
-  }
+  // Then the operands: too few is the hint alone (timeout(1) names nothing missing).
   const [durationText, ...argv] = rest;
-  if (durationText === undefined) throw new UsageError('missing operand', EXIT_FAILED);
+  if (durationText === undefined || argv.length === 0) throw new UsageError('', EXIT_FAILED);
   const timeoutMs = duration(durationText);
-  if (argv.length === 0) throw new UsageError(`missing operand after '${durationText}'`, EXIT_FAILED);
-  const timeoutSignal = signal(values.signal ?? 'TERM');
-  const killAfterMs = values['kill-after'] === undefined ? 0 : duration(values['kill-after']);
   const foreground = values.foreground === true;
   // timeout(1) tries to exec it, and says so as for any name that is not found.
   if (argv[0] === '') {

@@ -121,21 +121,27 @@ function checkTreeArgs(pid: number, options: TerminateTreeOptions): void {
 }
 
 /** Reads `pid`: the root of a tree to act on, never PID 1, ourselves or an ancestor. */
-async function openTree(pid: number, table: ProcessTable): Promise<{ guard: Guard; root: ProcessInfo }> {
+async function openTree(given: number, table: ProcessTable): Promise<{ guard: Guard; root: ProcessInfo }> {
   const windows = isWindowsTable(table);
   // One enumeration instead of a PowerShell launch per ancestor; its parent links are already checked.
   const guard = await Guard.load(windows ? new SnapshotTable(await table.list()) : table);
+  // A thread's id: kill(2) would signal its whole process, and so does this (its tree is the
+  // process's); read as a process of its own it would have no members, and "all gone" would be
+  // said of a process left running.
+  const owner = table.processOf?.(given);
+  const pid = owner ?? given;
+  const which = pid === given ? `pid ${pid}` : `pid ${given} (a thread of process ${pid})`;
   if (pid === 1 || guard.isOwnOrAncestor(pid)) {
     throw new ProcwardenError(
       'FORBIDDEN_TARGET',
-      `refusing to terminate pid ${pid}: it is PID 1, this process or one of its ancestors.`,
+      `refusing to terminate ${which}: it is PID 1, this process or one of its ancestors.`,
     );
   }
   const root = await table.get(pid);
   if (isGone(root) || !root) {
     throw new ProcwardenError(
       'NO_SUCH_PROCESS',
-      `no live process has pid ${pid}; it may have exited already.`,
+      `no live process has pid ${given}; it may have exited already.`,
     );
   }
   return { guard, root };

@@ -55,6 +55,12 @@ export class ProcfsTable implements ProcessTable {
     return ((BigInt(`0x${mask}`) >> BigInt(signal - 1)) & 1n) === 1n;
   }
 
+  processOf(id: number): number | null {
+    const text = this.readSmall(`${this.root}/${id}/status`);
+    const tgid = text === null ? undefined : /\nTgid:\s*(\d+)/.exec(text)?.[1];
+    return tgid === undefined ? null : Number(tgid);
+  }
+
   /**
    * /proc/stat's `processes`: every fork and clone since boot, in every namespace (see
    * ProcessTable.births). Never believed again once it has gone back.

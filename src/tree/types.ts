@@ -117,6 +117,13 @@ export interface ProcessTable {
    * when that cannot be read (gone). Optional: procfs offers it (/proc/PID/status SigIgn).
    */
   ignores?(pid: number, signal: number): boolean | null;
+  /**
+   * The process that task `id` belongs to: `id` itself for a process, its thread group's leader
+   * for a thread; null when gone. A thread's id opens /proc/ID as a pid does, though no listing
+   * shows it, and kill(2) given one signals its whole process. Optional: procfs offers it
+   * (/proc/ID/status Tgid).
+   */
+  processOf?(id: number): number | null;
 }
 
 /**
