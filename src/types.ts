@@ -123,7 +123,24 @@ export interface RunHandle {
    * has exited. Throws NOT_A_PTY in mode 'child' (pipes have no size), INVALID_OPTION for a bad size.
    */
   resize(cols: number, rows: number): void;
+  /**
+   * Resolves as soon as the command itself is gone (it exited, was killed, could not be started,
+   * or the run ended before it started), before the rest of its tree is ended and its pipes are
+   * drained, which `result` waits for. Never rejects.
+   */
+  readonly commandEnded: Promise<CommandEnd>;
   readonly result: Promise<RunResult>;
+}
+
+/** The command's own end, as first heard (see RunHandle.commandEnded). */
+export interface CommandEnd {
+  /** The run's reason at that moment: 'exit' or 'signal' for an end of its own, else why procwarden stopped it. */
+  reason: RunReason;
+  detail?: string;
+  exitCode: number | null;
+  exitSignal: string | null;
+  /** When the command could not be started: as in the result. */
+  error?: { code: string; message: string };
 }
 
 export interface StreamCapture {

@@ -11,6 +11,7 @@ import { type Launched, type Launcher, lookUp } from '../spawn/index.js';
 import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 import type {
   CancelOptions,
+  CommandEnd,
   RunHandle,
   RunReason,
   RunResult,
@@ -48,6 +49,8 @@ export interface RunDeps {
  */
 export class ManagedRun implements RunHandle {
   readonly result: Promise<RunResult>;
+  readonly commandEnded: Promise<CommandEnd>;
+  private resolveCommandEnded!: (end: CommandEnd) => void;
   readonly containment: UsedContainment;
   readonly startedAt = Date.now();
   lastOutputAt: number | null = null;
@@ -68,6 +71,7 @@ export class ManagedRun implements RunHandle {
     this.exitSeen = resolve;
   });
   private spawnError: NodeJS.ErrnoException | undefined;
+  private spawnErrorShown: { code: string; message: string } | undefined;
   private termination: Promise<TerminateReport> | undefined;
   /** While the termination's grace runs: sends another signal to the tree (see cancel()). */
   private repeat: ((signal: NodeJS.Signals) => Promise<void>) | null = null;
@@ -109,6 +113,9 @@ export class ManagedRun implements RunHandle {
     const spec = current;
     this.result = new Promise((resolve) => {
       this.resolveResult = resolve;
+    });
+    this.commandEnded = new Promise((resolve) => {
+      this.resolveCommandEnded = resolve;
     });
     this.t0 = deps.clock.now();
     this.lastOutputTick = this.t0;
@@ -432,7 +439,25 @@ export class ManagedRun implements RunHandle {
     if (!this.reason) this.reason = signal ? 'signal' : 'exit';
     if (this.status !== 'exited') this.status = 'stopping';
     this.clearTimers();
+    this.endCommand();
     this.settle();
+  }
+
+  /** Resolves commandEnded (the first call wins) with what is known of the end so far. */
+  private endCommand(): void {
+    this.resolveCommandEnded({
+      reason: this.reason ?? 'exit',
+      ...(this.detail !== undefined ? { detail: this.detail } : {}),
+      exitCode: this.exit?.code ?? null,
+      exitSignal: this.exit?.signal ?? null,
+      ...(this.spawnError ? { error: this.spawnErrorInfo(this.spawnError) } : {}),
+    });
+  }
+
+  /** Made once: the message may search PATH, and both commandEnded and the result carry it. */
+  private spawnErrorInfo(error: NodeJS.ErrnoException): { code: string; message: string } {
+    this.spawnErrorShown ??= { code: error.code ?? 'SPAWN_FAILED', message: spawnMessage(this.spec, error) };
+    return this.spawnErrorShown;
   }
 
   private onSpawnError(error: NodeJS.ErrnoException): void {
@@ -440,6 +465,7 @@ export class ManagedRun implements RunHandle {
     this.exitSeen();
     this.clearTimers();
     if (!this.reason) this.reason = 'spawn-error';
+    this.endCommand();
     this.settle();
   }
 
@@ -561,6 +587,8 @@ export class ManagedRun implements RunHandle {
     this.clearTimers();
     this.spec.signal?.removeEventListener('abort', this.onAbort);
     this.status = 'exited';
+    // A run that never launched (aborted or replaced before it started) ends its command here.
+    this.endCommand();
     const flushing = this.output.finish();
     if (!flushing) {
       this.complete(report);
@@ -599,14 +627,7 @@ export class ManagedRun implements RunHandle {
         notes,
       },
       notes,
-      ...(this.spawnError
-        ? {
-            error: {
-              code: this.spawnError.code ?? 'SPAWN_FAILED',
-              message: spawnMessage(this.spec, this.spawnError),
-            },
-          }
-        : {}),
+      ...(this.spawnError ? { error: this.spawnErrorInfo(this.spawnError) } : {}),
     };
     this.hold.release().then(
       () => this.deliver(result),
