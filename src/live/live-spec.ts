@@ -4,6 +4,26 @@ import { checkWritable } from '../output/index.js';
 import type { RunSpec, StreamName } from '../types.js';
 
 /**
+ * A copy of the spec as acquire() was given it, down to the parts a caller could still change
+ * (argv, env, output, pty, inheritFds): the spec is checked, fingerprinted and started from this
+ * copy, so a change after acquire() returned cannot slip a spec that was never checked past the
+ * check (and evict a session for a spec that then cannot start). The signal and callbacks stay
+ * the caller's, by design. What is not an object is passed on for checkLiveSpec to refuse.
+ */
+export function snapshotSpec(spec: RunSpec): RunSpec {
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return spec;
+  const copy: Record<string, unknown> = { ...spec };
+  for (const key of ['argv', 'inheritFds']) {
+    if (Array.isArray(copy[key])) copy[key] = [...(copy[key] as unknown[])];
+  }
+  for (const key of ['env', 'output', 'pty']) {
+    const value = copy[key];
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) copy[key] = { ...value };
+  }
+  return copy as unknown as RunSpec;
+}
+
+/**
  * Checks a session's spec completely, before the pool does anything for it (evicting an idle
  * session to make room for a spec that cannot start would lose that session for nothing).
  */

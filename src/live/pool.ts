@@ -3,10 +3,11 @@ import { type Clock, realClock } from '../clock.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { getDefaultSupervisor, type Supervisor } from '../supervisor/index.js';
 import type { RunSpec } from '../types.js';
+import { callListener, type ListenerFailure } from './call-listener.js';
 import { specFingerprint } from './fingerprint.js';
 import { idleTimeoutFromEnv } from './idle-timeout.js';
 import { DEFAULT_MAX_LINE_CHARS } from './lines.js';
-import { checkLiveSpec } from './live-spec.js';
+import { checkLiveSpec, snapshotSpec } from './live-spec.js';
 import {
   checkAcquireOptions,
   checkPoolOptions,
@@ -14,7 +15,13 @@ import {
   DEFAULT_MAX_SESSIONS,
 } from './options.js';
 import { LiveSession } from './session.js';
-import type { AcquireOptions, LivePoolEvents, LivePoolOptions, LiveSessionEvents } from './types.js';
+import type {
+  AcquireOptions,
+  LivePoolEvents,
+  LivePoolOptions,
+  LiveSessionEvents,
+  WarningEvent,
+} from './types.js';
 
 // Session events the pool re-emits (the payloads carry key and sessionId).
 const FORWARDED = [
@@ -53,22 +60,11 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
   private shutDown = false;
 
   constructor(options?: LivePoolOptions) {
-    // An `async` listener's rejection comes to the method below, not to the host as unhandled.
-    super({ captureRejections: true });
+    super();
     this.options = checkPoolOptions(options);
     this.supervisor = this.options.supervisor ?? getDefaultSupervisor();
     this.clock = this.options.clock ?? realClock;
     this.maxSessions = this.options.maxSessions ?? DEFAULT_MAX_SESSIONS;
-  }
-
-  [Symbol.for('nodejs.rejection')](error: unknown, event: string): void {
-    process.emitWarning(
-      new ProcwardenError(
-        'LISTENER_THREW',
-        `live session pool: a '${event}' listener returned a promise that rejected (${describeThrown(error)}); the pool carries on.`,
-        { cause: error },
-      ),
-    );
   }
 
   /** Sessions held (open, draining or closing). */
@@ -92,14 +88,17 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       );
     }
     let checked: AcquireOptions;
+    let snapshot: RunSpec;
     try {
       checked = checkAcquireOptions(options);
-      checkLiveSpec(spec);
+      // Checked and later started from the same copy: the caller may change its object meanwhile.
+      snapshot = snapshotSpec(spec);
+      checkLiveSpec(snapshot);
     } catch (error) {
       return Promise.reject(error);
     }
     const previous = this.queues.get(key) ?? Promise.resolve();
-    const next = previous.then(() => this.acquireNow(key, spec, checked));
+    const next = previous.then(() => this.acquireNow(key, snapshot, checked));
     const tail = next.catch(() => undefined);
     this.queues.set(key, tail);
     void tail.then(() => {
@@ -118,9 +117,8 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     const fingerprint = options.fingerprint ?? specFingerprint(spec);
     const current = this.byKey.get(key);
     if (current) {
-      const reusable =
-        current.state === 'open' || (current.state === 'draining' && current.pendingClose === 'idle');
-      if (current.fingerprint === fingerprint && reusable) {
+      // current.reusable asks its process too: one that exited is never handed out again.
+      if (current.fingerprint === fingerprint && current.reusable) {
         this.assertOpen();
         return current;
       }
@@ -133,6 +131,8 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       if (current.fingerprint !== fingerprint) void current.close('restart', 'fingerprint changed');
       await current.closed;
     }
+    // Before a slot is made: a session that would end at once must not evict one for itself.
+    this.assertNotAborted(key, spec);
     await this.reserveSlot();
     try {
       return this.start(key, spec, fingerprint, options);
@@ -190,6 +190,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
 
   private start(key: string, spec: RunSpec, fingerprint: string, options: AcquireOptions): LiveSession {
     this.assertOpen();
+    this.assertNotAborted(key, spec);
     const session = new LiveSession({
       key,
       id: `${key}#${++this.counter}`,
@@ -210,10 +211,36 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
 
   /** A session's event, before its own listeners hear it (see SessionInit.observer). */
   private observe(session: LiveSession, name: keyof LiveSessionEvents, event: unknown): void {
-    if (!FORWARDED.includes(name as (typeof FORWARDED)[number])) return;
-    if (name === 'closed') this.forget(session);
-    else if (name === 'turn-start' || name === 'turn-end') this.touch(session);
-    (this.emit as (name: string, event: unknown) => boolean)(name, event);
+    const forwarded = FORWARDED.find((n) => n === name);
+    if (forwarded === undefined) return;
+    if (forwarded === 'closed') this.forget(session);
+    else if (forwarded === 'turn-start' || forwarded === 'turn-end') this.touch(session);
+    this.tell(forwarded, event);
+  }
+
+  /**
+   * Calls every pool listener of `name`, each on its own (see callListener): one that throws
+   * neither silences the others nor reaches the session or the acquire that caused the event.
+   */
+  private tell(name: keyof LivePoolEvents, event: unknown): void {
+    for (const listener of this.rawListeners(name)) {
+      callListener(listener, this, [event], (error, how) => this.reportListenerError(name, error, how));
+    }
+  }
+
+  /**
+   * A pool listener failed: a 'warning' event (code LISTENER_THREW) when someone listens for one,
+   * else a process warning. A 'warning' listener that fails is reported as a process warning
+   * only, so a listener that always throws cannot report itself forever.
+   */
+  private reportListenerError(name: keyof LivePoolEvents, error: unknown, how: ListenerFailure): void {
+    const message = `live session pool: a '${name}' listener ${how === 'threw' ? 'threw' : 'returned a promise that rejected'} (${describeThrown(error)}); the pool carries on, and the event's other listeners were called.`;
+    if (name !== 'warning' && this.listenerCount('warning') > 0) {
+      const warning: WarningEvent = { code: 'LISTENER_THREW', message, cause: error };
+      this.tell('warning', warning);
+      return;
+    }
+    process.emitWarning(new ProcwardenError('LISTENER_THREW', message, { cause: error }));
   }
 
   private forget(session: LiveSession): void {
@@ -230,9 +257,23 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     if (this.envIdleTimeoutMs === undefined) {
       const { idleTimeoutMs, warning } = idleTimeoutFromEnv(this.options.env ?? process.env);
       this.envIdleTimeoutMs = idleTimeoutMs;
-      if (warning) this.emit('warning', warning);
+      if (warning) this.tell('warning', warning);
     }
     return this.envIdleTimeoutMs;
+  }
+
+  /**
+   * The spec's signal is already aborted: its process would end before it began, so no slot is
+   * made and nothing is started for it (as run() starts nothing for an aborted signal).
+   */
+  private assertNotAborted(key: string, spec: RunSpec): void {
+    const signal = spec.signal;
+    if (!signal?.aborted) return;
+    throw new ProcwardenError(
+      'LIVE_SESSION_CLOSED',
+      `acquire(${JSON.stringify(key)}): the spec's signal is already aborted (${describeThrown(signal.reason)}); no session was started. Acquire again with a signal that is not aborted.`,
+      { cause: signal.reason },
+    );
   }
 
   private assertOpen(): void {

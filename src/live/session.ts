@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import type { Clock } from '../clock.js';
 import { describeThrown, ProcwardenError, showValue } from '../errors.js';
 import type { Supervisor } from '../supervisor/index.js';
-import type { RunHandle, RunResult, RunSpec, StreamName } from '../types.js';
+import type { CommandEnd, RunHandle, RunResult, RunSpec, StreamName } from '../types.js';
+import { callListener, type ListenerFailure } from './call-listener.js';
 import { ChildRegistry, type LiveChild } from './children.js';
 import { LineSplitter } from './lines.js';
 import { liveSpec } from './live-spec.js';
@@ -73,6 +74,8 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
   private lastOutputTick: number;
   private ending: (ClosePlan & { liveChildren: number }) | undefined;
   private readonly observer: SessionInit['observer'];
+  private readonly abortSignal: AbortSignal | undefined;
+  private readonly onAbort = () => this.onSignalAborted();
 
   constructor(init: SessionInit) {
     super();
@@ -107,9 +110,25 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       void this.close('idle', `no turn and no live child for ${this.settings.idleTimeoutMs} ms`);
     });
     this.drainCap = new OneShot(init.clock, () => this.onDrainCap());
-    this.run = init.supervisor.spawn(liveSpec(init.spec, (text, stream) => this.onOutput(text, stream)));
-    this.run.result.then((result) => this.onRunEnded(result));
+    // Whatever can throw comes before the spawn (a clock whose setTimeout throws): once the process
+    // exists, a constructor that throws would strand it with no session to end it.
     this.armIdle();
+    try {
+      this.run = init.supervisor.spawn(liveSpec(init.spec, (text, stream) => this.onOutput(text, stream)));
+    } catch (error) {
+      this.idleTimer.clear();
+      throw error;
+    }
+    // The command's own end is heard at once; the run's result only once its tree is gone and its
+    // pipes drained (up to graceMs + drainMs later), too late to stop the pool reusing the session.
+    this.run.commandEnded.then((end) => this.onCommandEnded(end));
+    this.run.result.then((result) => this.onRunEnded(result));
+    // After the spawn, so the run hears the abort first and records it as its reason. One already
+    // aborted is the run's to handle: it never starts, and commandEnded says so.
+    this.abortSignal = init.spec.signal;
+    if (this.abortSignal && !this.abortSignal.aborted) {
+      this.abortSignal.addEventListener('abort', this.onAbort, { once: true });
+    }
   }
 
   get pid(): number | undefined {
@@ -131,6 +150,16 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
   /** The deferred close waiting for live children, if any. */
   get pendingClose(): 'idle' | 'restart' | undefined {
     return this.pending?.reason;
+  }
+
+  /**
+   * Open (or draining an 'idle' close a turn would cancel) with its process running: acquire() may
+   * hand it out again. A run ending on its own (its spec's timeout) is not, though its end has not
+   * been heard yet.
+   */
+  get reusable(): boolean {
+    const open = this.status === 'open' || (this.status === 'draining' && this.pending?.reason === 'idle');
+    return open && this.runLive;
   }
 
   /** Open, no turn, no live children: the pool may evict it. */
@@ -189,7 +218,9 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
         `close(reason): ${showValue(reason)} is not one of ${CLOSE_REASONS.join(', ')}.`,
       );
     }
-    if (this.status === 'closing' || this.status === 'closed') {
+    if (this.status === 'closing' || this.status === 'closed' || !this.runLive) {
+      // Not live: the run is ending on its own (its spec's timeout), and the session closes with
+      // the reason its end gives, not one that had nothing to end.
       await this.closed;
       return 'closed';
     }
@@ -318,21 +349,8 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     for (const listener of this.rawListeners(name)) this.call(listener, args, name);
   }
 
-  /**
-   * One listener, on its own: what it throws, or what the promise it returns rejects with (an
-   * `async` listener, whose rejection would otherwise end the host as unhandled), is reported.
-   */
   private call(listener: unknown, args: unknown[], event: string): void {
-    const failed = (how: string) => (error: unknown) => this.reportError(event, error, how);
-    try {
-      const returned = (listener as (...a: unknown[]) => unknown).apply(this, args);
-      if (returned !== null && typeof returned === 'object' && 'then' in returned) {
-        const then = returned.then;
-        if (typeof then === 'function') then.call(returned, undefined, failed('rejected'));
-      }
-    } catch (error) {
-      failed('threw')(error);
-    }
+    callListener(listener, this, args, (error, how) => this.reportError(event, error, how));
   }
 
   /**
@@ -340,7 +358,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
    * throw into the output path (and crash the host from the flush at exit), so the error becomes a
    * process warning instead: visible on stderr, never fatal.
    */
-  private reportError(event: string, error: unknown, how = 'threw'): void {
+  private reportError(event: string, error: unknown, how: ListenerFailure): void {
     const failure = new ProcwardenError(
       'LISTENER_THREW',
       `live session ${this.id}: a '${event}' listener ${how === 'threw' ? 'threw' : 'returned a promise that rejected'} (${describeThrown(error)}); the session carries on and no other listener or line was affected.`,
@@ -354,8 +372,42 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     for (const listener of listeners) this.call(listener, [failure], 'error');
   }
 
+  /** The process is running: neither ended on its own nor being ended by its run. */
+  private get runLive(): boolean {
+    const state = this.run.state;
+    return state === 'starting' || state === 'running';
+  }
+
+  /**
+   * The command itself ended (exited, crashed, never started, or its run stopped it). Unless we
+   * closed it, the session starts closing now: no turn, reuse or polite close in the time its run
+   * takes to end the rest of the tree and drain the pipes.
+   */
+  private onCommandEnded(end: CommandEnd): void {
+    if (this.status === 'closing' || this.status === 'closed') return;
+    // An end of its own is an immediate reason: it overrides a pending 'idle' / 'restart' drain.
+    this.beginClosing({
+      reason: closeReasonFor(end),
+      detail: describeEnd(end),
+      drained: false,
+      capFired: false,
+    });
+  }
+
+  /** The spec's signal aborted the run, whose tree may take up to graceMs to end: close now. */
+  private onSignalAborted(): void {
+    if (this.status === 'closing' || this.status === 'closed') return;
+    this.terminate({
+      reason: 'abort',
+      detail: describeEnd({ reason: 'aborted', detail: describeThrown(this.abortSignal?.reason) }),
+      drained: false,
+      capFired: false,
+    });
+  }
+
   /** The run ended: because we closed it, or on its own (it exited, crashed, or was cancelled elsewhere). */
   private onRunEnded(result: RunResult): void {
+    this.abortSignal?.removeEventListener('abort', this.onAbort);
     if (this.status !== 'closing') {
       // An end of its own (exit code, abort, shutdown) is an immediate reason: it overrides a
       // pending 'idle' / 'restart' drain, which never got to close anything.
@@ -390,13 +442,17 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
   }
 }
 
-function closeReasonFor(result: RunResult): LiveCloseReason {
+/** What the session needs of a run's end: its command's (heard first) or its result. */
+type RunEnd = Pick<CommandEnd, 'reason' | 'detail'> &
+  Partial<Pick<CommandEnd, 'exitCode' | 'exitSignal' | 'error'>>;
+
+function closeReasonFor(result: RunEnd): LiveCloseReason {
   if (result.reason === 'aborted') return 'abort';
   if (result.reason === 'shutdown') return 'shutdown';
   return 'error';
 }
 
-function describeEnd(result: RunResult): string {
+function describeEnd(result: RunEnd): string {
   if (result.error) return `the process could not be started: ${result.error.message}`;
   if (result.reason === 'exit') return `the process exited on its own with code ${result.exitCode}`;
   if (result.reason === 'signal') return `the process was killed by ${result.exitSignal}`;

@@ -107,8 +107,11 @@ export interface ClosedEvent extends LiveEventBase {
 }
 
 export interface WarningEvent {
-  code: 'INVALID_ENV';
+  /** INVALID_ENV: an unusable PROCWARDEN_LIVE_IDLE_TIMEOUT_MS. LISTENER_THREW: another pool listener threw. */
+  code: 'INVALID_ENV' | 'LISTENER_THREW';
   message: string;
+  /** LISTENER_THREW: what the listener threw (or its promise rejected with). */
+  cause?: unknown;
 }
 
 export interface LiveSessionEvents {
