@@ -84,8 +84,16 @@ export interface RunSpec {
 }
 
 export interface RunStdin {
+  /**
+   * False when the input waiting to be taken is above the high-water mark (or the input is over):
+   * write more after 'drain', as with a Writable. What is written anyway is still queued.
+   */
   write(data: string | Uint8Array): boolean;
   end(): void;
+  /** 'drain': the input a false write() left waiting has been taken (or the run ended and dropped it). */
+  once(event: 'drain', listener: () => void): this;
+  on(event: 'drain', listener: () => void): this;
+  off(event: 'drain', listener: () => void): this;
 }
 
 export interface CancelOptions {

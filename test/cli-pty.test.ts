@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -170,4 +170,46 @@ describe('procwarden run --pty from a pipe or a file', () => {
     expect((await run(['sh', '-c', 'exit 3'])).status).toBe(3);
     expect((await run(['sh', '-c', 'kill -USR1 $$'])).status).toBe(128 + 10);
   });
+
+  it.skipIf(process.platform !== 'linux')(
+    'a flood on stdin into a command that never reads: memory stays bounded, the run ends cleanly',
+    async () => {
+      // `yes | procwarden run --pty -- sleep 3`: the input used to be read as fast as `yes` wrote
+      // it and queued for a terminal no one reads (750 MB in 4 s, growing). Now procwarden stops
+      // reading its stdin while the terminal's queue is full, so `yes` blocks on the pipe instead.
+      const yes = spawn('yes', [], { stdio: ['ignore', 'pipe', 'ignore'] });
+      leaks.track(yes.pid);
+      const cli = spawn(process.execPath, [CLI, 'run', '--pty', '--', 'sleep', '3'], {
+        stdio: [yes.stdout, 'ignore', 'pipe'],
+      });
+      leaks.track(cli.pid);
+      let stderr = '';
+      cli.stderr?.on('data', (c: Buffer) => {
+        stderr += c.toString();
+      });
+      const exited = new Promise<number | null>((resolve) => cli.once('exit', (code) => resolve(code)));
+      let peakKb = 0;
+      const sample = setInterval(() => {
+        try {
+          const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${cli.pid}/status`, 'utf8'));
+          peakKb = Math.max(peakKb, Number(hwm?.[1] ?? 0));
+        } catch {
+          // it has just exited
+        }
+      }, 100);
+      try {
+        expect(await exited).toBe(0);
+      } finally {
+        clearInterval(sample);
+        yes.kill();
+      }
+      await new Promise((resolve) =>
+        yes.exitCode === null && yes.signalCode === null ? yes.once('exit', resolve) : resolve(null),
+      );
+      expect(stderr).toBe('');
+      expect(peakKb).toBeGreaterThan(0);
+      expect(peakKb).toBeLessThan(150 * 1024);
+    },
+    20_000,
+  );
 });

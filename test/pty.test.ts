@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isProcwardenError, type RunHandle, type RunSpec, Supervisor } from '../src/index.js';
+import { isProcwardenError, type RunHandle, type RunSpec, type RunStdin, Supervisor } from '../src/index.js';
 import { createPtyLauncher } from '../src/spawn/index.js';
 import { alive, fixture, killEach, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
@@ -218,6 +218,24 @@ describe('input and size', () => {
     clearInterval(ticker);
     expect(result.exitCode).toBe(3);
     expect(ticks).toBeGreaterThan(5);
+  });
+
+  it("handle.stdin has a Writable's backpressure: false above the high-water mark, then 'drain'", async () => {
+    // The input a program has not read yet used to be queued without limit while write() said
+    // true: a writer had no way to know it should wait (and `run --pty` grew without bound).
+    const { handle } = startPty(['sh', '-c', 'stty raw -echo; sleep 0.3; exec head -c 1048577 >/dev/null'], {
+      stdin: 'pipe',
+      timeoutMs: 20_000,
+    });
+    const stdin = handle.stdin as RunStdin;
+    expect(stdin.write('x')).toBe(true); // a little input is taken at once
+    const drained = new Promise<void>((resolve) => stdin.once('drain', resolve));
+    expect(stdin.write(Buffer.alloc(1024 * 1024, 0x61))).toBe(false);
+    await drained; // head read it all
+    const result = await handle.result;
+    expect(result.reason).toBe('exit');
+    expect(result.exitCode).toBe(0);
+    expect(stdin.write('late')).toBe(false);
   });
 
   it('a program driven through stdin: write a line, read the answer, end with EOT', async () => {

@@ -23,7 +23,17 @@ export function connectPty(): PtyConnection {
   return {
     pty: { ...size, ...term },
     attach(handle) {
-      const typed = (chunk: Buffer) => handle.stdin?.write(chunk);
+      let attached = true;
+      // Held while the command's terminal has a full queue: a pipe (`yes |`) that outruns a command
+      // which reads slowly, or never, waits in the kernel instead of in our memory.
+      const resume = () => {
+        if (attached) stdin.resume();
+      };
+      const typed = (chunk: Buffer) => {
+        if (handle.stdin?.write(chunk) !== false) return;
+        stdin.pause();
+        handle.stdin.once('drain', resume);
+      };
       const ended = () => handle.stdin?.end();
       const resized = () => {
         const now = sizeOf(window);
@@ -50,13 +60,13 @@ export function connectPty(): PtyConnection {
       stdin.on('data', typed);
       if (!stdin.isTTY) stdin.once('end', ended);
       stdin.resume();
-      let attached = true;
       return () => {
         if (!attached) return;
         attached = false;
         restore();
         process.off('exit', restore);
         window?.off('resize', resized);
+        handle.stdin?.off('drain', resume);
         stdin.off('data', typed);
         stdin.off('end', ended);
         // A reader left on stdin would keep procwarden alive after the run.

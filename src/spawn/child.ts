@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import type { LaunchPlan } from '../containment/index.js';
 import { childProcess } from '../lazy-builtins.js';
@@ -49,7 +50,7 @@ export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: La
     streams.map((s) => new Promise<void>((resolve) => s.once('close', () => resolve()))),
   ).then(() => undefined);
 
-  const stdin = child.stdin ? wrapStdin(child.stdin) : undefined;
+  const stdin = child.stdin ? new PipeInput(child.stdin) : undefined;
   if (options.stdin.kind === 'data') {
     stdin?.write(options.stdin.data);
     stdin?.end();
@@ -91,16 +92,21 @@ function readPaced(stream: Readable, name: StreamName, events: LaunchEvents): vo
   });
 }
 
-function wrapStdin(stream: Writable): RunStdin {
-  // EPIPE when the command closed its stdin early is the command's business, not a crash of ours.
-  stream.on('error', () => {});
-  return {
-    write: (data) => {
-      const input = checkInput(data);
-      return stream.writable ? stream.write(input) : false;
-    },
-    end: () => {
-      if (stream.writable) stream.end();
-    },
-  };
+/** The pipe's own backpressure: write() is the stream's, and its 'drain' is passed on. */
+class PipeInput extends EventEmitter implements RunStdin {
+  constructor(private readonly stream: Writable) {
+    super();
+    // EPIPE when the command closed its stdin early is the command's business, not a crash of ours.
+    stream.on('error', () => {});
+    stream.on('drain', () => this.emit('drain'));
+  }
+
+  write(data: string | Uint8Array): boolean {
+    const input = checkInput(data);
+    return this.stream.writable ? this.stream.write(input) : false;
+  }
+
+  end(): void {
+    if (this.stream.writable) this.stream.end();
+  }
 }

@@ -7,13 +7,15 @@ export interface PtyCallbacks {
   data(chunk: Buffer): PromiseLike<void> | undefined;
   /** The command's exit status has been collected (its output may still be draining). */
   exit(code: number | null, signal: NodeJS.Signals | null): void;
+  /** Every byte written has been taken by the terminal, or dropped because the run is over. */
+  drained(): void;
 }
 
 /** A command on a pseudo-terminal, whichever platform made it. */
 export interface PtyTerminal {
   readonly pid: number;
-  /** Keystrokes into the terminal. */
-  write(data: Buffer | string): void;
+  /** Keystrokes into the terminal; returns how many bytes now wait for the terminal to take them. */
+  write(data: Buffer | string): number;
   resize(cols: number, rows: number): void;
   /** Resolves once the terminal is closed by every holder and its output read to the end. */
   readonly outputDone: Promise<void>;

@@ -92,7 +92,11 @@ export function openUnixTerminal(
   master.on('error', () => {});
   // The master closes itself when the output ends, possibly long before release(): its number may
   // then be another file's, so nothing is written once the stream is destroyed.
-  const input = new MasterInput(forked.fd, () => !master.destroyed);
+  const input = new MasterInput(
+    forked.fd,
+    () => !master.destroyed,
+    () => on.drained(),
+  );
   master.once('close', () => input.stop());
 
   return {
@@ -100,6 +104,7 @@ export function openUnixTerminal(
     outputDone,
     write(data) {
       if (!master.destroyed) input.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+      return input.queued;
     },
     resize(cols, rows) {
       if (master.destroyed) return;
@@ -127,10 +132,13 @@ const MAX_RETRY_MS = 50;
  * the terminal's input queue is full and libuv retried the refused write in a loop, the whole
  * event loop stuck in it (timeouts never fired; a program that exited without reading hung the
  * host for good). Here a refused write (EAGAIN) is tried again on a timer, backing off to
- * MAX_RETRY_MS; what waits is held in memory, as the docs say.
+ * MAX_RETRY_MS. What waits is counted (`queued`), so that the writer above can hold back, and
+ * `drained` says when it may go on.
  */
 class MasterInput {
   private readonly queue: Buffer[] = [];
+  /** Bytes in `queue`. */
+  queued = 0;
   private timer: NodeJS.Timeout | undefined;
   private delay = 1;
   private stopped = false;
@@ -139,26 +147,35 @@ class MasterInput {
     private readonly fd: number,
     /** False once the master's stream is destroyed (synchronously, before its fd is closed). */
     private readonly open: () => boolean,
+    /** The queue went from holding bytes to empty (taken, or dropped by stop()). */
+    private readonly drained: () => void,
   ) {}
 
   /** `bytes` is handed over: the callers (PtyInput, end of input) pass buffers of their own. */
   write(bytes: Buffer): void {
     if (this.stopped || bytes.length === 0) return;
     this.queue.push(bytes);
+    this.queued += bytes.length;
     if (this.timer === undefined) this.pump();
   }
 
   /** The run is over: what waits is dropped, and no timer is left behind. */
   stop(): void {
+    if (this.stopped) return;
     this.stopped = true;
+    const held = this.queued > 0;
     this.queue.length = 0;
+    this.queued = 0;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
+    // A writer waiting for room would otherwise wait for ever; its next write() says the input is over.
+    if (held) this.drained();
   }
 
   private pump(): void {
     this.timer = undefined;
     if (!this.open()) this.stop();
+    const waited = this.queued > 0;
     while (!this.stopped && this.queue.length > 0) {
       const head = this.queue[0] as Buffer;
       let n: number;
@@ -175,9 +192,11 @@ class MasterInput {
         return;
       }
       this.delay = 1;
+      this.queued -= n;
       if (n >= head.length) this.queue.shift();
       else this.queue[0] = head.subarray(n);
     }
+    if (waited && !this.stopped && this.queue.length === 0) this.drained();
   }
 }
 

@@ -47,7 +47,11 @@ export function openConpty(
   return {
     pid: term.pid,
     outputDone,
-    write: (data) => term.write(data),
+    write(data) {
+      // node-pty's ConPTY input is its own socket's to buffer: nothing is counted here.
+      term.write(data);
+      return 0;
+    },
     resize(cols, rows) {
       if (closed) return;
       try {

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import { checkInput } from '../options/index.js';
 import type { RunStdin } from '../types.js';
@@ -32,6 +33,7 @@ export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
     if (refusal) throw refusal;
     let released = false;
     let exited = false;
+    let input: PtyInput | undefined;
     const term = driver.open(plan, launch.pty, {
       data(chunk) {
         // A promise means a consumer is behind: the driver stops reading the terminal until it settles.
@@ -41,10 +43,13 @@ export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
         exited = true;
         events.exited(code, signal);
       },
+      drained() {
+        input?.drained();
+      },
     });
     events.spawned();
 
-    const input = new PtyInput(term, platform, () => exited);
+    input = new PtyInput(term, platform, () => exited);
     if (launch.stdin.kind === 'data') {
       input.write(launch.stdin.data);
       input.end();
@@ -69,16 +74,37 @@ export function createPtyLauncher(options: PtyLauncherOptions = {}): Launcher {
   return launcher;
 }
 
-/** Keystrokes into the terminal. end() types end-of-input the way a user at the keyboard would. */
-class PtyInput implements RunStdin {
+/**
+ * Input the terminal has not taken yet, above which write() returns false: a writer that waits for
+ * 'drain' holds at most this much (plus its last chunk) in memory, however fast it produces.
+ */
+export const PTY_INPUT_HIGH_WATER = 64 * 1024;
+
+/**
+ * Keystrokes into the terminal, with a Writable's backpressure: write() says false once too much
+ * waits for a program that does not read, and 'drain' says when to go on. end() types
+ * end-of-input the way a user at the keyboard would.
+ */
+class PtyInput extends EventEmitter implements RunStdin {
   private ended = false;
   private lineOpen = false;
+  private owed = false;
 
   constructor(
     private readonly term: PtyTerminal,
     private readonly platform: PtyPlatform,
     private readonly exited: () => boolean,
-  ) {}
+  ) {
+    super();
+  }
+
+  /** The terminal took what was queued (or the run dropped it). */
+  drained(): void {
+    if (!this.owed) return;
+    this.owed = false;
+    // As a Writable does: never from inside the write() that a listener may be making.
+    process.nextTick(() => this.emit('drain'));
+  }
 
   write(data: string | Uint8Array): boolean {
     const input = checkInput(data);
@@ -87,8 +113,9 @@ class PtyInput implements RunStdin {
     if (bytes.length === 0) return true;
     const last = bytes[bytes.length - 1];
     this.lineOpen = last !== 0x0a && last !== 0x0d;
-    this.term.write(bytes);
-    return true;
+    if (this.term.write(bytes) <= PTY_INPUT_HIGH_WATER) return true;
+    this.owed = true;
+    return false;
   }
 
   end(): void {
