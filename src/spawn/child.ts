@@ -4,9 +4,10 @@ import type { LaunchPlan } from '../containment/index.js';
 import { childProcess } from '../lazy-builtins.js';
 import { checkInput } from '../options/index.js';
 import type { RunStdin, StreamName } from '../types.js';
+import { spawnSealed } from './pty-masters.js';
 import type { LaunchEvents, Launched, LaunchOptions } from './types.js';
 
-/** Slots 3 and up of a spawn's stdio: each fd listed at its own number, the others closed. */
+/** Slots 3 and up of a spawn's stdio: each fd listed at its own number; the others are left to close-on-exec. */
 function passOn(fds: readonly number[]): (number | 'ignore')[] {
   const slots: (number | 'ignore')[] = [];
   const wanted = new Set(fds);
@@ -18,13 +19,15 @@ function passOn(fds: readonly number[]): (number | 'ignore')[] {
 export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: LaunchEvents): Launched {
   const stdinMode = options.stdin.kind === 'data' ? 'pipe' : options.stdin.kind;
   const outMode = options.output ?? 'pipe';
-  const child = childProcess().spawn(plan.file, plan.args, {
-    cwd: plan.cwd,
-    env: plan.env,
-    detached: plan.newSession,
-    stdio: [stdinMode, outMode, outMode, ...passOn(options.inheritFds ?? [])],
-    windowsHide: true,
-  });
+  const child = spawnSealed([stdinMode, outMode, outMode, ...passOn(options.inheritFds ?? [])], (stdio) =>
+    childProcess().spawn(plan.file, plan.args, {
+      cwd: plan.cwd,
+      env: plan.env,
+      detached: plan.newSession,
+      stdio,
+      windowsHide: true,
+    }),
+  );
 
   let settled = false;
   child.once('spawn', () => events.spawned());

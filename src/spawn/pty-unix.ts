@@ -4,6 +4,8 @@ import type { LaunchPlan } from '../containment/index.js';
 import { tty } from '../lazy-builtins.js';
 import { signalName } from '../options/index.js';
 import type { PtyOptions } from '../types.js';
+import { closingFirst } from './pty-closer.js';
+import { holdMaster, openMasters } from './pty-masters.js';
 import { PTY_PACKAGE, type UnixPtyBinding } from './pty-module.js';
 import type { PtyCallbacks, PtyTerminal } from './pty-terminal.js';
 
@@ -34,8 +36,12 @@ export function openUnixTerminal(
   on: PtyCallbacks,
 ): PtyTerminal {
   const cwd = plan.cwd ?? process.cwd();
+  // forkpty's child inherits every open master (node-pty sets no FD_CLOEXEC): the command must not
+  // start with another run's terminal in its hands.
+  const others = openMasters();
+  const started = others.length > 0 ? (closingFirst(plan, others) ?? plan) : plan;
   // As node-pty sets them: the terminal type, and PWD for shells that trust it.
-  const env = Object.entries({ ...plan.env, PWD: cwd, TERM: size.term }).map(([k, v]) => `${k}=${v}`);
+  const env = Object.entries({ ...started.env, PWD: cwd, TERM: size.term }).map(([k, v]) => `${k}=${v}`);
   let hold: number | undefined;
   let opened = false;
   const letGo = () => {
@@ -44,8 +50,8 @@ export function openUnixTerminal(
     hold = undefined;
   };
   const forked = binding.fork(
-    plan.file,
-    plan.args,
+    started.file,
+    started.args,
     env,
     cwd,
     size.cols,
@@ -73,6 +79,11 @@ export function openUnixTerminal(
   opened = true;
 
   const master = new (tty().ReadStream)(forked.fd);
+  // Until it is destroyed (its fd closed right after), no spawn of ours may hand it on.
+  master.once(
+    'close',
+    holdMaster(forked.fd, () => !master.destroyed),
+  );
   const outputDone = new Promise<void>((resolve) => master.once('close', () => resolve()));
   const resume = () => {
     if (!master.destroyed) master.resume();

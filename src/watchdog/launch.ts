@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { childProcess } from '../lazy-builtins.js';
+import { spawnSealed } from '../spawn/pty-masters.js';
 import { parseStat } from '../tree/procfs.js';
 import { CLEAN, toArgv, type WatchdogArgs } from './protocol.js';
 
@@ -112,12 +113,15 @@ export class Watchdog {
       // its NODE_EXTRA_CA_CERTS: the watchdog speaks no TLS, and Node 20 parses them at start-up
       // (75 ms of CPU for a 220 KB bundle, while the run it guards wants that CPU).
       const { NODE_OPTIONS: _, NODE_EXTRA_CA_CERTS: _certs, ...env } = process.env;
-      child = childProcess().spawn(process.execPath, [MAIN, ...toArgv(this.args)], {
-        env,
-        detached: true,
-        stdio: ['pipe', 'ignore', 'ignore'],
-        windowsHide: true,
-      });
+      // It outlives runs: a PTY master it inherited would keep that terminal open for its lifetime.
+      child = spawnSealed(['pipe', 'ignore', 'ignore'], (stdio) =>
+        childProcess().spawn(process.execPath, [MAIN, ...toArgv(this.args)], {
+          env,
+          detached: true,
+          stdio,
+          windowsHide: true,
+        }),
+      );
     } catch (error) {
       this.problem = `no watchdog: ${(error as Error).message}`;
       return;
