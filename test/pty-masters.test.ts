@@ -78,7 +78,9 @@ async function victimUntouched(victim: { handle: RunHandle }): Promise<void> {
   expect(result.stdout.text).not.toContain('intruder');
 }
 
-const ptmxIn = (fds: Map<number, string>) => [...fds].filter(([, target]) => target === '/dev/ptmx');
+/** Another run's terminal among `fds`: a master, or a slave beyond the command's own stdio. */
+const ptmxIn = (fds: Map<number, string>) =>
+  [...fds].filter(([fd, target]) => target === '/dev/ptmx' || (fd > 2 && target.startsWith('/dev/pts/')));
 
 describe.skipIf(process.platform !== 'linux')("a PTY run's master reaches no other run", () => {
   it('a child-mode run started while a PTY run is open holds no master and cannot type into it', async () => {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isProcwardenError, type RunHandle, type RunSpec, type RunStdin, Supervisor } from '../src/index.js';
@@ -223,16 +223,25 @@ describe('input and size', () => {
   it("handle.stdin has a Writable's backpressure: false above the high-water mark, then 'drain'", async () => {
     // The input a program has not read yet used to be queued without limit while write() said
     // true: a writer had no way to know it should wait (and `run --pty` grew without bound).
-    const { handle } = startPty(['sh', '-c', 'stty raw -echo; sleep 0.3; exec head -c 1048577 >/dev/null'], {
-      stdin: 'pipe',
-      timeoutMs: 20_000,
-    });
-    const stdin = handle.stdin as RunStdin;
+    // The program reads nothing until told (the file `go`), and only once its terminal is raw: in
+    // canonical mode the kernel drops what a line holds beyond 4095 bytes.
+    const dir = leaks.trackDir(makeTmp());
+    const s = startPty(
+      [
+        'sh',
+        '-c',
+        `stty raw -echo; echo ready; while [ ! -e ${dir}/go ]; do sleep 0.05; done; exec head -c 1048577 >/dev/null`,
+      ],
+      { stdin: 'pipe', timeoutMs: 20_000 },
+    );
+    await seen(s, 'ready');
+    const stdin = s.handle.stdin as RunStdin;
     expect(stdin.write('x')).toBe(true); // a little input is taken at once
     const drained = new Promise<void>((resolve) => stdin.once('drain', resolve));
     expect(stdin.write(Buffer.alloc(1024 * 1024, 0x61))).toBe(false);
+    writeFileSync(join(dir, 'go'), '');
     await drained; // head read it all
-    const result = await handle.result;
+    const result = await s.handle.result;
     expect(result.reason).toBe('exit');
     expect(result.exitCode).toBe(0);
     expect(stdin.write('late')).toBe(false);
