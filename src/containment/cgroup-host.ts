@@ -1,10 +1,11 @@
 import { accessSync, constants, mkdirSync, readFileSync, rmdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { realClock, sleep } from '../clock.js';
 import { ProcwardenError } from '../errors.js';
 import { makeDir } from '../make-dirs.js';
 import { parseStat } from '../tree/index.js';
-import { isPopulated, locateOwnCgroup, moveInto, procsOf, removeSubtree, subtreeProcs } from './cgroup-fs.js';
+import { isPopulated, locateOwnCgroup, moveInto, removeSubtree, subtreeProcs } from './cgroup-fs.js';
+import { clearParent } from './cgroup-parent.js';
 
 export type CgroupProbe = { ok: true; parent: string; own: string } | { ok: false; reason: string };
 
@@ -19,15 +20,48 @@ const MOVE_ATTEMPTS = 20;
 /** How long release() waits for killed tasks to finish exiting (they keep a cgroup populated). */
 const EXITING_MS = 2000;
 
+/** How a run's cgroup is released (see releaseRun). */
+export interface ReleaseOptions {
+  /** Where what the release did or could not do is said (the run's result notes). */
+  notes?: string[];
+  /** The run ended on its own and keeps its leftovers: found ones are moved out, not killed. */
+  keep?: boolean;
+  /** Never signalled (procwarden, its ancestors, pid 1); by default this process, its parent and pid 1. */
+  protect?: (pid: number) => boolean;
+}
+
+/**
+ * The live runs of each parent cgroup, shared by every CgroupHost of this process (several
+ * supervisors share one parent by name) and by every copy of the library loaded in it (the ESM
+ * and CommonJS builds): the parent is cleared only when none of them has a run in it.
+ */
+interface ParentState {
+  runs: Set<string>;
+  /** A run released since the parent was made kept its leftovers: what is left is moved, never killed. */
+  keep: boolean;
+}
+const REGISTRY = Symbol.for('procwarden.cgroup-parents');
+function parentState(parent: string): ParentState {
+  const g = globalThis as { [REGISTRY]?: Map<string, ParentState> };
+  g[REGISTRY] ??= new Map();
+  const all = g[REGISTRY];
+  let state = all.get(parent);
+  if (!state) {
+    state = { runs: new Set(), keep: false };
+    all.set(parent, state);
+  }
+  return state;
+}
+
 /**
  * One per Supervisor: knows whether cgroup v2 can be used here (probed once, then cached) and owns
  * the parent cgroup `procwarden-<pid>-<starttime>` under our own cgroup, which holds one child
- * cgroup per run. The parent is created with the first run and removed with the last one; several
- * supervisors of one process share it by name (mkdir tolerates EEXIST, rmdir tolerates EBUSY).
+ * cgroup per run. The parent is created with the first run and cleared and removed with the last
+ * one; several supervisors of one process share it by name (mkdir tolerates EEXIST) and count
+ * their live runs in one registry (see parentState).
  */
 export class CgroupHost {
   private probed: CgroupProbe | undefined;
-  private live = 0;
 
   constructor(private readonly options: CgroupHostOptions = {}) {}
 
@@ -36,11 +70,16 @@ export class CgroupHost {
     return this.probed;
   }
 
-  /** Creates the cgroup of one run (and the parent if needed); returns its directory. */
-  createRun(name: string): string {
+  /**
+   * Creates the cgroup of one run (and the parent if needed); returns its directory. `before` is
+   * told the directory first: the run's journal record names it before it exists, so that a host
+   * killed right after the mkdir leaves a cgroup a reap can find.
+   */
+  createRun(name: string, before?: (dir: string) => void): string {
     const probe = this.probe();
     if (!probe.ok) throw unavailable(probe.reason);
     const dir = join(probe.parent, name);
+    before?.(dir);
     try {
       // Not mkdir -p: were our own cgroup gone (we were moved), that would make a stray one at
       // its old path, and leftovers would later be moved into it.
@@ -50,16 +89,17 @@ export class CgroupHost {
       this.removeParentIfIdle(probe.parent);
       throw unavailable(`cannot create ${dir}: ${(error as Error).message}`);
     }
-    this.live++;
+    parentState(probe.parent).runs.add(name);
     return dir;
   }
 
   /**
    * Removes a run's cgroup. Processes still inside (leftovers the caller chose to keep) are moved
    * back to our own cgroup first, where they would have lived without containment. Throws when the
-   * directory cannot be removed; the parent goes with the last run.
+   * directory cannot be removed. The parent goes with the last run of this process, and what a
+   * member left in it with it (see clearParent); what that did or could not do is in `notes`.
    */
-  async releaseRun(dir: string): Promise<void> {
+  async releaseRun(dir: string, how: ReleaseOptions = {}): Promise<void> {
     const probe = this.probe();
     if (!probe.ok) return;
     try {
@@ -88,8 +128,10 @@ export class CgroupHost {
         );
       }
     } finally {
-      this.live--;
-      this.removeParentIfIdle(probe.parent);
+      const state = parentState(probe.parent);
+      state.runs.delete(basename(dir));
+      if (how.keep) state.keep = true;
+      if (state.runs.size === 0) await this.clearParent(probe, state, how);
     }
   }
 
@@ -104,25 +146,34 @@ export class CgroupHost {
     return probe.own;
   }
 
+  /**
+   * The last run of this process in the parent is gone: what is left below the parent can only be
+   * its runs' (see clearParent), and is ended with them; the parent is removed, or said why not.
+   */
+  private async clearParent(
+    probe: { parent: string; own: string },
+    state: ParentState,
+    how: ReleaseOptions,
+  ): Promise<void> {
+    const notes = await clearParent(probe.parent, {
+      protect: how.protect ?? ((pid) => pid <= 1 || pid === process.pid || pid === process.ppid),
+      evictTo: probe.own,
+      keep: state.keep,
+      // A run started while this clearing waited for killed tasks to exit is not touched.
+      skip: (name) => state.runs.has(name),
+      idle: () => state.runs.size === 0,
+    });
+    if (state.runs.size === 0) state.keep = false;
+    how.notes?.push(...notes);
+  }
+
+  /** Where no run was ever made (a probe, a failed mkdir): an empty parent goes at once. */
   private removeParentIfIdle(parent: string): void {
-    if (this.live > 0) return;
-    // A member may have moved itself into the parent (it is killed as a member wherever it went;
-    // one kept as a leftover goes where it would have lived without containment): an occupied
-    // parent cannot be removed.
-    const own = this.probed?.ok ? this.probed.own : null;
-    if (own) {
-      for (const pid of procsOf(parent)) {
-        try {
-          moveInto(own, pid);
-        } catch {
-          // exited meanwhile
-        }
-      }
-    }
+    if (parentState(parent).runs.size > 0) return;
     try {
       rmdirSync(parent);
     } catch {
-      // EBUSY: another supervisor of this process still has runs there; ENOENT: already gone
+      // EBUSY: a run of another copy of the library is there; ENOENT: already gone
     }
   }
 

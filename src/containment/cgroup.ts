@@ -47,8 +47,9 @@ export class CgroupContainment implements Containment {
     private readonly guard: Guard,
     private readonly deliverer: Deliverer,
     cookie: string | null,
+    beforeCreate?: (dir: string) => void,
   ) {
-    this.cgroupPath = host.createRun(name);
+    this.cgroupPath = host.createRun(name, beforeCreate);
     this.membership = new TreeMembership(table, guard, cookie, false, deliverer.notes);
   }
 
@@ -120,10 +121,16 @@ export class CgroupContainment implements Containment {
     return reached;
   }
 
-  async release(): Promise<void> {
+  async release(notes?: string[], keepLeftovers = false): Promise<void> {
     if (this.released) return;
     this.released = true;
-    await this.host.releaseRun(this.cgroupPath);
+    // Refreshed: the last run's release ends what members left in the parent cgroup, never these.
+    await this.guard.refresh(this.table).catch(() => {});
+    await this.host.releaseRun(this.cgroupPath, {
+      ...(notes ? { notes } : {}),
+      keep: keepLeftovers,
+      protect: (pid) => this.guard.forbidsPid(pid),
+    });
   }
 
   /** The live processes of the cgroup now; notes members that left it since the last look. */

@@ -22,6 +22,7 @@ export {
   unidentifiedMember,
 } from './cgroup-fs.js';
 export { CgroupHost, type CgroupHostOptions, type CgroupProbe } from './cgroup-host.js';
+export { clearParent, type ParentClearing } from './cgroup-parent.js';
 export { type ScanOutcome, scanUntilSure } from './confirm-empty.js';
 export { GroupOnlyContainment } from './group-only.js';
 export { TreeMembership } from './membership.js';
@@ -38,6 +39,8 @@ export interface ContainmentContext {
   name: string;
   /** The supervisor's cgroup host; without it cgroup containment is unavailable. */
   cgroups?: CgroupHost;
+  /** Told the run's cgroup directory before it is created (the journal records it first). */
+  beforeCgroup?: (dir: string) => void;
 }
 
 /** Picks the strategy for a requested mode. `auto` takes the strongest one this host offers. */
@@ -61,7 +64,15 @@ export function createContainment(mode: ContainmentMode, ctx: ContainmentContext
         "containment 'cgroup' needs a supervisor with cgroup support; use 'auto' or 'process-group'.",
       );
     }
-    return new CgroupContainment(ctx.cgroups, ctx.name, ctx.table, guard, deliverer, ctx.cookie);
+    return new CgroupContainment(
+      ctx.cgroups,
+      ctx.name,
+      ctx.table,
+      guard,
+      deliverer,
+      ctx.cookie,
+      ctx.beforeCgroup,
+    );
   };
   switch (mode) {
     case 'none':

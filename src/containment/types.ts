@@ -38,6 +38,9 @@ export interface Containment extends KillTarget {
    * had then: what the host's exit hook may still reach, synchronously, after re-verifying it.
    */
   lastSeen(): { root: ProcessInfo | null; members: ProcessInfo[] };
-  /** Frees what the containment holds (a cgroup directory...). Idempotent. */
-  release(): Promise<void>;
+  /**
+   * Frees what the containment holds (a cgroup directory...). Idempotent. What it did beyond that,
+   * or could not do, goes to `notes`; `keepLeftovers`: the run ended on its own and keeps them.
+   */
+  release(notes?: string[], keepLeftovers?: boolean): Promise<void>;
 }

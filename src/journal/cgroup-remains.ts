@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, normalize } from 'node:path';
 import { type Clock, sleep } from '../clock.js';
-import { isPopulated } from '../containment/index.js';
+import { clearParent, isPopulated } from '../containment/index.js';
 
 /**
  * What is left of a dead run's cgroup (Linux cgroup v2): its processes, cgroup.kill, removal.
@@ -117,28 +117,62 @@ export class CgroupRemains {
   }
 }
 
+/** What clearSupervisorCgroups needs of a reaped run. */
+export interface ReapedCgroupRun {
+  supervisorId: string;
+  supervisorPid: number;
+  cgroupPath: string | null;
+  /** Only 'reaped' runs free their parent: one kept for a later reap still has its cgroup there. */
+  action: string;
+  notes: string[];
+}
+
 /**
- * A dead supervisor also leaves the parent cgroup it made for its runs, `procwarden-<pid>-<start>`.
- * It is removed once empty, and only when it names the record's supervisor and that process (pid
- * and start time) is gone: another supervisor's parent is never touched.
+ * A dead supervisor also leaves the parent cgroup it made for its runs, `procwarden-<pid>-<start>`,
+ * and whatever its runs' members made or moved there (a cgroup beside the runs' ones) or a run's
+ * cgroup whose record was never written. Once every run recorded under a parent is reaped, and
+ * only when the parent names the record's supervisor and that process (pid and start time) is
+ * gone, that is all the dead runs' (see clearParent): killed, removed deepest first, the parent
+ * last, and what could not be is said in the notes of the parent's runs. Another supervisor's
+ * parent is never touched, nor, inside it, a run cgroup of a supervisor not reaped here (another
+ * supervisor of the same process: its own reap or watchdog ends it).
  */
-export function removeSupervisorCgroup(
-  runCgroup: string,
-  supervisorPid: number,
-  alive: (pid: number, start: string) => boolean,
-): string | null {
-  const parent = dirname(runCgroup);
-  const match = /^procwarden-(\d+)-(\d+)$/.exec(basename(parent));
-  if (!match || Number(match[1]) !== supervisorPid || alive(supervisorPid, match[2] as string)) return null;
-  try {
-    rmdirSync(parent);
-    return null;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    // Another of its runs still has a cgroup there (its own record will remove it), or it is gone.
-    if (code === 'ENOENT' || code === 'EBUSY' || code === 'ENOTEMPTY') return null;
-    return `could not remove cgroup ${parent}: ${code ?? error}`;
+export async function clearSupervisorCgroups(
+  runs: ReapedCgroupRun[],
+  alive: (pid: number, start: string) => Promise<boolean>,
+  protect: (pid: number) => boolean,
+): Promise<void> {
+  const byParent = new Map<string, ReapedCgroupRun[]>();
+  for (const run of runs) {
+    const parent = run.cgroupPath && supervisorParent(run.cgroupPath, run.supervisorPid);
+    if (!parent) continue;
+    byParent.set(parent, [...(byParent.get(parent) ?? []), run]);
   }
+  for (const [parent, those] of byParent) {
+    if (those.some((r) => r.action !== 'reaped')) continue;
+    const [, pid, start] = /^procwarden-(\d+)-(\d+)$/.exec(basename(parent)) as RegExpExecArray;
+    if (await alive(Number(pid), start as string)) continue;
+    const reaped = new Set(those.map((r) => r.supervisorId));
+    const notes = await clearParent(parent, {
+      protect,
+      evictTo: null,
+      keep: false,
+      skip: (name) => {
+        const m = /^(pw[0-9a-z]+)-\d+$/.exec(name);
+        return m !== null && !reaped.has(m[1] as string);
+      },
+    });
+    those[those.length - 1]?.notes.push(...notes);
+  }
+}
+
+/** The parent `procwarden-<pid>-<start>` of the supervisor a record names: the path or its parent. */
+function supervisorParent(path: string, supervisorPid: number): string | null {
+  for (const dir of [path, dirname(path)]) {
+    const m = /^procwarden-(\d+)-(\d+)$/.exec(basename(dir));
+    if (m && Number(m[1]) === supervisorPid) return dir;
+  }
+  return null;
 }
 
 /** Mount points of cgroup2 file systems (field 5 of mountinfo; fstype follows the " - "). */

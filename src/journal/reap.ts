@@ -10,7 +10,7 @@ import {
   type ProcessTable,
   platformTable,
 } from '../tree/index.js';
-import { CgroupRemains, removeSupervisorCgroup } from './cgroup-remains.js';
+import { CgroupRemains, clearSupervisorCgroups } from './cgroup-remains.js';
 import { Journal, type JournalEntry, type JournalProblem } from './journal.js';
 import { OrphanTarget } from './orphan-target.js';
 import type { RunRecord } from './record.js';
@@ -154,6 +154,18 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
       }
     }),
   );
+  if (!dryRun && runs.some((r) => r.cgroupPath !== null)) {
+    // Once all of a dead supervisor's runs are reaped, its parent cgroup and what is left in it.
+    const guard = await Guard.load(table);
+    await clearSupervisorCgroups(
+      runs,
+      async (pid, start) => {
+        const info = await table.get(pid);
+        return dead === undefined && !isGone(info) && info?.startTime === start;
+      },
+      (pid) => guard.forbidsPid(pid),
+    );
+  }
   if (!dryRun) removeStaleTemporaries(journal, problems);
   return {
     stateDir,
@@ -251,15 +263,6 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   await cgroup?.emptied(ctx.clock, EMPTIED_MS);
   const problem = cgroup?.remove();
   if (problem) result.notes.push(problem);
-  else if (cgroup) {
-    const supervisor = await ctx.table.get(record.supervisorPid);
-    const parentProblem = removeSupervisorCgroup(
-      cgroup.path,
-      record.supervisorPid,
-      (_pid, start) => !ctx.supervisorDead && !isGone(supervisor) && supervisor?.startTime === start,
-    );
-    if (parentProblem) result.notes.push(parentProblem);
-  }
   for (const file of out.files) {
     try {
       ctx.journal.removeFile(file);

@@ -39,6 +39,13 @@ export interface RunDeps {
   cgroups?: CgroupHost;
   launcher: Launcher;
   onSettled?: (run: ManagedRun, result: RunResult) => void;
+  /**
+   * Writes the run's journal record: once, from the constructor, and before the run's cgroup
+   * exists (a host killed between the two would leave a cgroup that no record names).
+   */
+  record?: (run: ManagedRun) => void;
+  /** The record was written and the run could not be made after all: it goes. */
+  unrecord?: (run: ManagedRun) => void;
   /** The termination's first signal went out (see RunJournal.stopping). */
   onStopping?: (run: ManagedRun, stopping: StoppingRecord) => void;
 }
@@ -57,6 +64,9 @@ export class ManagedRun implements RunHandle {
 
   private resolveResult!: (r: RunResult) => void;
   private readonly hold: Containment;
+  /** The run's cgroup, named before it is created (see RunDeps.record). */
+  private plannedCgroup: string | undefined;
+  private recorded = false;
   private readonly output: OutputCollector;
   private launched: Launched | undefined;
   private leadsGroup = false;
@@ -134,11 +144,17 @@ export class ManagedRun implements RunHandle {
         cookie: spec.cookie,
         name: id,
         cgroups: deps.cgroups,
+        beforeCgroup: (dir) => {
+          this.plannedCgroup = dir;
+          this.recordOnce();
+        },
       });
     } catch (error) {
       this.output.finish();
+      if (this.recorded) deps.unrecord?.(this);
       throw error;
     }
+    this.recordOnce();
     this.containment = this.hold.kind;
     // From construction, not start: an abort while the run waits to start (replaceScope) ends it.
     spec.signal?.addEventListener('abort', this.onAbort, { once: true });
@@ -167,7 +183,14 @@ export class ManagedRun implements RunHandle {
 
   /** Where the containment holds the run, when it is a cgroup. */
   get cgroupPath(): string | undefined {
-    return this.hold.cgroupPath;
+    // Asked by the record written while the containment is being made: it does not exist yet.
+    return this.hold === undefined ? this.plannedCgroup : this.hold.cgroupPath;
+  }
+
+  private recordOnce(): void {
+    if (this.recorded) return;
+    this.recorded = true;
+    this.deps.record?.(this);
   }
 
   /**
@@ -629,7 +652,9 @@ export class ManagedRun implements RunHandle {
       notes,
       ...(this.spawnError ? { error: this.spawnErrorInfo(this.spawnError) } : {}),
     };
-    this.hold.release().then(
+    // Only a run that ended on its own keeps leftovers; a stopped one ended its whole tree.
+    const keep = this.spec.leftovers === 'keep' && this.termination === undefined;
+    this.hold.release(notes, keep).then(
       () => this.deliver(result),
       (error) => {
         notes.push(`containment release failed: ${describeThrown(error)}`);

@@ -37,6 +37,9 @@ export interface SupervisorInternals {
 
 const DEFAULT_LOG_CHARS = 65_536;
 
+/** What RunJournal.end reads of the result of a run that never started: nothing escaped. */
+const NOTHING_STARTED = { tree: { escaped: 0 } } as RunResult;
+
 /**
  * Owns runs: spawns them, knows every one (live, and recently exited), groups them in scopes,
  * journals them for crash recovery, and can stop them all.
@@ -75,6 +78,9 @@ export class Supervisor {
     const guarded = this.watchdog?.alive() === true;
     killLiveRunsNow(guarded ? live.filter((run) => !this.journal?.recorded(run)) : live);
   };
+  private readonly recordRun = (run: ManagedRun) => this.journal?.begin(run);
+  /** Its cgroup could not be made: nothing was started, and the record goes. */
+  private readonly unrecordRun = (run: ManagedRun) => this.journal?.end(run, NOTHING_STARTED);
   private exitHookArmed = false;
   private closing: Promise<RunResult[]> | undefined;
   private counter = 0;
@@ -139,6 +145,9 @@ export class Supervisor {
       cgroups: this.cgroups,
       launcher,
       onSettled: (r: ManagedRun, result: RunResult) => this.settled(r, result),
+      // Written while the run is made, before its cgroup exists: from then on a host that dies
+      // (while the run waits for the runs it replaces, too) leaves nothing no record names.
+      ...(this.journal ? { record: this.recordRun, unrecord: this.unrecordRun } : {}),
       ...(this.journal ? { onStopping: this.journal.stopping.bind(this.journal) } : {}),
     });
     const entry: RegistryEntry = { run, log, scope: normal.scope ?? null, result: null, endedAt: null };
@@ -284,7 +293,6 @@ export class Supervisor {
 
   private launch(run: ManagedRun): void {
     if (run.state === 'exited') return; // cancelled while it waited for its scope
-    this.journal?.begin(run);
     run.start();
     this.journal?.launched(run);
   }

@@ -1,0 +1,232 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CgroupHost } from '../src/containment/index.js';
+import { reap, Supervisor } from '../src/index.js';
+import { cgroupOf, cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
+import { startHost } from './helpers/host.js';
+import { alive, cookieHolders, fixture, LeakGuard, makeTmp, startTime, waitFor } from './helpers/procs.js';
+import { deadRecord, writableCgroupMount } from './helpers/reap.js';
+
+/**
+ * procwarden's parent cgroup `procwarden-<pid>-<start>` goes with the last run, and so does what a
+ * (root) member made or moved into it: alive, after a crash (watchdog, reap), and a run's own
+ * cgroup is named by its record before it exists (a host killed meanwhile leaves nothing unnamed).
+ */
+const skip = cgroupSkipReason();
+const mount = writableCgroupMount();
+const leaks = new LeakGuard();
+/** Hosts these tests start and kill: what they made must go even when an assertion failed. */
+const hosts: { pid: number; start: string }[] = [];
+/** Dead-supervisor parents the reap tests make by hand. */
+const made: string[] = [];
+afterEach(async () => {
+  const left: string[] = [];
+  for (const host of hosts.splice(0)) left.push(...(await sweepCgroups(host)));
+  left.push(...(await sweepCgroups()));
+  for (const dir of made.splice(0)) left.push(...(await sweepCgroups(parseParent(dir))));
+  await leaks.check();
+  if (left.length > 0) throw new Error(`cgroups left behind (now removed): ${left.join(', ')}`);
+});
+
+function parseParent(dir: string): { pid: number; start: string } {
+  const [, pid, start] = /procwarden-(\d+)-(\d+)$/.exec(dir) as RegExpExecArray;
+  return { pid: Number(pid), start: start as string };
+}
+
+const readPid = (file: string) =>
+  waitFor(() => existsSync(file) && Number(readFileSync(file, 'utf8')), { what: file });
+const ofHost = (pid: number) =>
+  readdirSync(dirname(parentCgroup() as string)).filter((n) => n.startsWith(`procwarden-${pid}-`));
+
+describe.skipIf(skip !== null)(
+  `a cgroup a member makes beside its run's${skip ? ` (skipped: ${skip})` : ''}`,
+  () => {
+    const sibling = (dir: string, mode: string) => [
+      'sh',
+      fixture('sibling-escape.sh'),
+      mount as string,
+      join(dir, 'evil.pid'),
+      mode,
+    ];
+
+    it("the review's repro: the member in it is ended by the run's own termination (its cookie and parent link), the cgroup and the parent are removed", async () => {
+      const dir = leaks.trackDir(makeTmp('pw-sib-'));
+      const sup = new Supervisor({ journal: false });
+      const run = sup.spawn({ argv: sibling(dir, 'child'), containment: 'cgroup', graceMs: 2000 });
+      leaks.track(run.pid);
+      const evil = await readPid(join(dir, 'evil.pid'));
+      leaks.track(evil);
+      const parent = dirname(sup.get(run.id)?.cgroupPath as string);
+      await waitFor(() => cgroupOf(evil)?.endsWith('/evil'), { what: 'member in the sibling cgroup' });
+      await new Promise((r) => setTimeout(r, 800));
+      run.cancel();
+      const result = await run.result;
+      await sup.shutdown();
+      // Why it was already ended: the termination's scan found it (a descendant, with the cookie).
+      expect(result.tree.report?.members.map((m) => m.pid)).toContain(evil);
+      expect(alive(evil)).toBe(false);
+      expect(existsSync(join(parent, 'evil'))).toBe(false);
+      expect(existsSync(parent)).toBe(false);
+      expect(result.tree.notes.join('\n')).toMatch(/removed cgroup\(s\) a member made in .*: evil/);
+    }, 30_000);
+
+    it('one that left every other tie to the run (env -i, setsid, re-parented) is killed with the parent, and said so', async () => {
+      const dir = leaks.trackDir(makeTmp('pw-sib-'));
+      const sup = new Supervisor({ journal: false });
+      const run = sup.spawn({ argv: sibling(dir, 'envi'), containment: 'cgroup', graceMs: 2000 });
+      leaks.track(run.pid);
+      const evil = await readPid(join(dir, 'evil.pid'));
+      leaks.track(evil);
+      const parent = dirname(sup.get(run.id)?.cgroupPath as string);
+      await waitFor(() => cgroupOf(evil)?.endsWith('/evil'), { what: 'escapee in the sibling cgroup' });
+      await new Promise((r) => setTimeout(r, 500));
+      run.cancel();
+      const result = await run.result;
+      await sup.shutdown();
+      // The run's termination cannot see it: nothing but the cgroup ties it to the run.
+      expect(result.tree.report?.members.map((m) => m.pid)).not.toContain(evil);
+      await waitFor(() => !alive(evil), { timeoutMs: 3000, what: 'escapee gone' });
+      expect(existsSync(parent)).toBe(false);
+      expect(result.tree.notes.join('\n')).toMatch(
+        new RegExp(`outside every live run's cgroup \\(${evil} in .*/evil\\).*killed`),
+      );
+    }, 30_000);
+
+    it("with leftovers 'keep' and a normal exit, what a member put there is moved out, not killed; the parent still goes", async () => {
+      const dir = leaks.trackDir(makeTmp('pw-sib-'));
+      const sup = new Supervisor({ journal: false });
+      // The command returns at once: the escapee is a leftover the caller keeps.
+      const argv = [
+        'sh',
+        '-c',
+        `${sibling(dir, 'envi')
+          .map((a) => `'${a}'`)
+          .join(' ')} & sleep 1; exit 0`,
+      ];
+      const run = sup.spawn({ argv, containment: 'cgroup', leftovers: 'keep' });
+      const evil = await readPid(join(dir, 'evil.pid'));
+      leaks.track(evil);
+      const parent = dirname(sup.get(run.id)?.cgroupPath as string);
+      const result = await run.result;
+      await sup.shutdown();
+      expect(result.reason).toBe('exit');
+      expect(alive(evil)).toBe(true);
+      expect(cgroupOf(evil)).toBe(readFileSync('/proc/self/cgroup', 'utf8').match(/^0::(.*)$/m)?.[1]);
+      expect(existsSync(parent)).toBe(false);
+      expect(result.tree.notes.join('\n')).toMatch(/a leftover the run keeps: moved to/);
+      // The kept leftovers: the escapee, and the script's own `sleep 303` (it carries the cookie).
+      const kept = [evil, ...cookieHolders(run.id)];
+      for (const pid of kept) process.kill(pid, 'SIGKILL');
+      await waitFor(() => !kept.some(alive), { what: 'kept leftovers gone' });
+      leaks.trackCookie(run.id);
+    }, 30_000);
+
+    it('a host SIGKILLed with a member in a sibling cgroup: the watchdog removes it and the parent', async () => {
+      const dir = leaks.trackDir(makeTmp('pw-sib-'));
+      const stateDir = leaks.trackDir(makeTmp('pw-sib-state-'));
+      const host = startHost('host-cgroup-crash.mjs', [stateDir, dir, mount as string, 'sibling']);
+      leaks.track(host.child.pid);
+      hosts.push({ pid: host.child.pid as number, start: startTime(host.child.pid as number) as string });
+      const ready = JSON.parse(await host.line('ready')) as {
+        supervisorId: string;
+        watchdogPid: number;
+        parent: string;
+      };
+      leaks.trackCookie(ready.supervisorId);
+      leaks.track(ready.watchdogPid);
+      const evil = await readPid(join(dir, 'evil.pid'));
+      leaks.track(evil);
+      expect(existsSync(join(ready.parent, 'evil'))).toBe(true);
+      host.child.kill('SIGKILL');
+      await waitFor(() => !alive(ready.watchdogPid), { timeoutMs: 20_000, what: 'watchdog done' });
+      expect(alive(evil)).toBe(false);
+      expect(ofHost(host.child.pid as number)).toEqual([]);
+      expect(readdirSync(stateDir)).toEqual([]);
+    }, 40_000);
+  },
+);
+
+describe.skipIf(skip !== null)(`a run's cgroup and its record${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  it('a host SIGKILLed while a replaceScope run waits: its cgroup is named by a record, and reaped', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-rep-state-'));
+    const dir = leaks.trackDir(makeTmp('pw-rep-'));
+    const host = startHost('host-cgroup-crash.mjs', [stateDir, dir, mount as string, 'replace']);
+    leaks.track(host.child.pid);
+    hosts.push({ pid: host.child.pid as number, start: startTime(host.child.pid as number) as string });
+    const ready = JSON.parse(await host.line('ready')) as {
+      supervisorId: string;
+      watchdogPid: number;
+      parent: string;
+    };
+    leaks.trackCookie(ready.supervisorId);
+    leaks.track(ready.watchdogPid);
+    // B waits for A's grace: its record names its cgroup already.
+    const b = `${ready.supervisorId}-2`;
+    const record = JSON.parse(readFileSync(join(stateDir, `${b}.json`), 'utf8')) as { cgroupPath: string };
+    expect(record.cgroupPath).toBe(join(ready.parent, b));
+    host.child.kill('SIGKILL');
+    await waitFor(() => !alive(ready.watchdogPid), { timeoutMs: 20_000, what: 'watchdog done' });
+    expect(ofHost(host.child.pid as number)).toEqual([]);
+    expect(readdirSync(stateDir)).toEqual([]);
+  }, 40_000);
+
+  it('a run whose cgroup cannot be made is not started, and the record written before the mkdir goes', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-rep-state-'));
+    class NestedHost extends CgroupHost {
+      // A directory below one that does not exist: the mkdir fails after the record was written.
+      override createRun(name: string, before?: (dir: string) => void): string {
+        return super.createRun(`missing/${name}`, before);
+      }
+    }
+    const sup = new Supervisor({ stateDir, watchdog: false, cgroups: new NestedHost() });
+    expect(() => sup.spawn({ argv: ['true'], containment: 'cgroup' })).toThrow(/cannot create .*missing/);
+    expect(readdirSync(stateDir)).toEqual([]);
+    expect(sup.journalProblems).toEqual([]);
+  });
+
+  it("reap clears a dead supervisor's parent: a stale run cgroup with no record and a member's cgroup, their processes killed; another supervisor's run cgroup is left", async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-rep-state-'));
+    // A dead supervisor's parent beside ours: our pid with a start time that is not ours.
+    const parent = join(dirname(parentCgroup() as string), `procwarden-${process.pid}-1`);
+    made.push(parent);
+    const run = join(parent, 'pwtestdead-1');
+    const stale = join(parent, 'pwtestdead-2');
+    const evil = join(parent, 'evil', 'deeper');
+    const other = join(parent, 'pwother000000-1');
+    for (const d of [run, stale, evil, other]) mkdirSync(d, { recursive: true });
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+    const start = (where: string) => {
+      const child = spawn('sleep', ['300'], { stdio: 'ignore', detached: true, env });
+      leaks.track(child.pid);
+      writeFileSync(join(where, 'cgroup.procs'), String(child.pid));
+      return child.pid as number;
+    };
+    const inStale = start(stale);
+    const inEvil = start(evil);
+    const inOther = start(other);
+    writeFileSync(
+      join(stateDir, 'pwtestdead-1.json'),
+      deadRecord('pwtestdead-1', { cgroupPath: run, supervisorStart: '1' }),
+    );
+    const report = await reap({ stateDir, graceMs: 300 });
+    expect(report.runs[0]?.action).toBe('reaped');
+    await waitFor(() => !alive(inStale) && !alive(inEvil), { timeoutMs: 3000, what: 'remains killed' });
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(join(parent, 'evil'))).toBe(false);
+    expect(report.runs[0]?.notes.join('\n')).toMatch(/held 2 process\(es\)/);
+    // Another supervisor of the dead process: its own reap ends it; the parent stays for it.
+    expect(alive(inOther)).toBe(true);
+    expect(existsSync(other)).toBe(true);
+    expect(existsSync(parent)).toBe(true);
+    process.kill(inOther, 'SIGKILL');
+    await waitFor(() => !alive(inOther), { what: 'other gone' });
+    // That reap's part, done by hand here: none of this test's cgroups may be left.
+    await waitFor(() => !/populated 1/.test(readFileSync(join(other, 'cgroup.events'), 'utf8')), {
+      what: 'other empty',
+    });
+    rmdirSync(other);
+    rmdirSync(parent);
+  }, 30_000);
+});
