@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { realClock, sleep } from '../clock.js';
 import { isPopulated, killAll, moveInto, procsOf, removeSubtree, subtree } from './cgroup-fs.js';
@@ -48,10 +48,11 @@ export async function clearParent(parent: string, how: ParentClearing): Promise<
     );
     await killInside(ours, parent, how);
   }
-  const made = ours.filter((d) => !/^pw[0-9a-z]+-\d+$/.test(basename(d)));
+  await exited(ours, how.protect);
+  const problems = ours.flatMap(removeSubtree);
+  const made = ours.filter((d) => !/^pw[0-9a-z]+-\d+$/.test(basename(d)) && !existsSync(d));
   if (made.length > 0)
     notes.push(`removed cgroup(s) a member made in ${parent}: ${made.map((d) => basename(d)).join(', ')}`);
-  const problems = ours.flatMap(removeSubtree);
   if (skipped.length === 0 && (how.idle?.() ?? true)) problems.push(...removeSubtree(parent));
   for (const e of problems) notes.push(`could not remove cgroup ${e.path ?? parent}: ${e.code ?? e.message}`);
   if (problems.length > 0) notes.push(`procwarden's parent cgroup ${parent} is left behind`);
@@ -74,11 +75,20 @@ async function killInside(ours: string[], parent: string, how: ParentClearing): 
     // A pid read from cgroup.procs is a task in it; it cannot be reused before it has exited.
     for (const pid of procsOf(parent)) if (!how.protect(pid)) tryKill(signal, pid);
     await sleep(realClock, 5);
-    if (
-      ours.every((d) => subtree(d).flatMap(procsOf).every(how.protect)) &&
-      procsOf(parent).every(how.protect)
-    )
-      break;
+    // Only protected tasks left: they keep it populated for good. None listed yet populated: killed
+    // tasks still exiting (rmdir would fail EBUSY), waited for.
+    const left = [...ours.flatMap((d) => subtree(d).flatMap(procsOf)), ...procsOf(parent)];
+    if (left.length > 0 && left.every(how.protect)) break;
+  }
+}
+
+/** Killed tasks (the run's own cgroup.kill's too) stay in a cgroup until they have exited: waited for. */
+async function exited(dirs: string[], protect: (pid: number) => boolean): Promise<void> {
+  const until = realClock.now() + EXITING_MS;
+  while (dirs.some((d) => isPopulated(d) === true) && realClock.now() < until) {
+    const left = dirs.flatMap((d) => subtree(d).flatMap(procsOf));
+    if (left.length > 0 && left.every(protect)) return; // left there for good
+    await sleep(realClock, 5);
   }
 }
 

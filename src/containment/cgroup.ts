@@ -124,12 +124,13 @@ export class CgroupContainment implements Containment {
   async release(notes?: string[], keepLeftovers = false): Promise<void> {
     if (this.released) return;
     this.released = true;
-    // Refreshed: the last run's release ends what members left in the parent cgroup, never these.
-    await this.guard.refresh(this.table).catch(() => {});
     await this.host.releaseRun(this.cgroupPath, {
       ...(notes ? { notes } : {}),
       keep: keepLeftovers,
-      protect: (pid) => this.guard.forbidsPid(pid),
+      // The last run's release ends what members left in the parent cgroup, never these: the
+      // guard as the run's last look read it (no read of our ancestry on every release), and
+      // ourselves and our parent whatever it says.
+      protect: (pid) => this.guard.forbidsPid(pid) || pid === process.pid || pid === process.ppid,
     });
   }
 
