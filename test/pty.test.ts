@@ -217,7 +217,9 @@ describe('input and size', () => {
     const result = await handle.result;
     clearInterval(ticker);
     expect(result.exitCode).toBe(3);
-    expect(ticks).toBeGreaterThan(5);
+    // A loop blocked by the write would not tick at all (and the write above would not return);
+    // how often it ticks on a loaded machine is not this test's business.
+    expect(ticks).toBeGreaterThan(0);
   });
 
   it("handle.stdin has a Writable's backpressure: false above the high-water mark, then 'drain'", async () => {
