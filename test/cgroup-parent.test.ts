@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -122,6 +122,22 @@ describe.skipIf(skip !== null)(
       await waitFor(() => !kept.some(alive), { what: 'kept leftovers gone' });
       leaks.trackCookie(run.id);
     }, 30_000);
+
+    it("another realm's runs (a worker thread's) share the parent: the main thread's last run leaves them alone", async () => {
+      // Each realm has a registry of its own; the parent's name is the process's. The main thread's
+      // last run took the worker's live run cgroup for a stale one and killed its command.
+      const r = spawnSync(process.execPath, [fixture('worker-cgroup.mjs')], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      const out = JSON.parse(r.stdout || '{}');
+      if (out.pid) leaks.track(out.pid);
+      expect(out, r.stderr).toMatchObject({
+        aliveAfter: true,
+        mine: [],
+        theirs: { reason: 'exit', exitCode: 0 },
+      });
+    });
 
     it('a host SIGKILLed with a member in a sibling cgroup: the watchdog removes it and the parent', async () => {
       const dir = leaks.trackDir(makeTmp('pw-sib-'));

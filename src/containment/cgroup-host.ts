@@ -1,11 +1,11 @@
-import { accessSync, constants, mkdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { realClock, sleep } from '../clock.js';
 import { ProcwardenError } from '../errors.js';
 import { makeDir } from '../make-dirs.js';
 import { parseStat } from '../tree/index.js';
 import { isPopulated, locateOwnCgroup, moveInto, removeSubtree, subtreeProcs } from './cgroup-fs.js';
-import { clearParent } from './cgroup-parent.js';
+import { clearParent, RUN_CGROUP } from './cgroup-parent.js';
 
 export type CgroupProbe = { ok: true; parent: string; own: string } | { ok: false; reason: string };
 
@@ -37,6 +37,8 @@ export interface ReleaseOptions {
  */
 interface ParentState {
   runs: Set<string>;
+  /** Run cgroups this registry made and has not removed (a failed removal leaves one behind). */
+  made: Set<string>;
   /** A run released since the parent was made kept its leftovers: what is left is moved, never killed. */
   keep: boolean;
 }
@@ -47,7 +49,7 @@ function parentState(parent: string): ParentState {
   const all = g[REGISTRY];
   let state = all.get(parent);
   if (!state) {
-    state = { runs: new Set(), keep: false };
+    state = { runs: new Set(), made: new Set(), keep: false };
     all.set(parent, state);
   }
   return state;
@@ -89,7 +91,9 @@ export class CgroupHost {
       this.removeParentIfIdle(probe.parent);
       throw unavailable(`cannot create ${dir}: ${(error as Error).message}`);
     }
-    parentState(probe.parent).runs.add(name);
+    const state = parentState(probe.parent);
+    state.runs.add(name);
+    state.made.add(name);
     return dir;
   }
 
@@ -122,6 +126,7 @@ export class CgroupHost {
         }
       }
       const errors = removeSubtree(dir);
+      if (errors.length === 0) parentState(probe.parent).made.delete(basename(dir));
       if (errors.length > 0) {
         throw new Error(
           `could not remove cgroup ${dir}: ${errors.map((e) => e.code ?? e.message).join(', ')}`,
@@ -155,6 +160,10 @@ export class CgroupHost {
     state: ParentState,
     how: ReleaseOptions,
   ): Promise<void> {
+    // A run cgroup this registry did not make is another realm's of this process (a worker
+    // thread's, a vm context's): each has a registry of its own, and all share the parent by name.
+    // Its runs may be live: nothing is cleared, and the last realm to finish clears the parent.
+    if (otherRealmsRuns(probe.parent, state.made)) return;
     const notes = await clearParent(probe.parent, {
       protect: how.protect ?? ((pid) => pid <= 1 || pid === process.pid || pid === process.ppid),
       evictTo: probe.own,
@@ -222,4 +231,15 @@ function unavailable(reason: string): ProcwardenError {
     'CGROUP_UNAVAILABLE',
     `containment 'cgroup' cannot be used: ${reason}. Use containment 'auto' or 'process-group'.`,
   );
+}
+
+/** Whether the parent holds a run cgroup (by its name) that `made` does not list. */
+function otherRealmsRuns(parent: string, made: Set<string>): boolean {
+  try {
+    return readdirSync(parent, { withFileTypes: true }).some(
+      (e) => e.isDirectory() && RUN_CGROUP.test(e.name) && !made.has(e.name),
+    );
+  } catch {
+    return false; // gone: nothing to clear
+  }
 }

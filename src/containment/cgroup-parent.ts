@@ -25,6 +25,9 @@ export interface ParentClearing {
   signal?: (pid: number) => void;
 }
 
+/** A run's cgroup, by the name procwarden gives it (`<supervisor id>-<n>`). */
+export const RUN_CGROUP = /^pw[0-9a-z]+-\d+$/;
+
 /** How long killed tasks get to finish exiting (they keep a cgroup populated, and rmdir EBUSY). */
 const EXITING_MS = 2000;
 
@@ -50,7 +53,7 @@ export async function clearParent(parent: string, how: ParentClearing): Promise<
   }
   await exited(ours, how.protect);
   const problems = ours.flatMap(removeSubtree);
-  const made = ours.filter((d) => !/^pw[0-9a-z]+-\d+$/.test(basename(d)) && !existsSync(d));
+  const made = ours.filter((d) => !RUN_CGROUP.test(basename(d)) && !existsSync(d));
   if (made.length > 0)
     notes.push(`removed cgroup(s) a member made in ${parent}: ${made.map((d) => basename(d)).join(', ')}`);
   if (skipped.length === 0 && (how.idle?.() ?? true)) problems.push(...removeSubtree(parent));
