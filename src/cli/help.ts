@@ -180,7 +180,9 @@ supervisor dies (crash, SIGKILL, deploy), its watchdog process ends its runs by 
 (PROCWARDEN_WATCHDOG=0 turns the watchdog off). For what that could not reach, reap finds the
 records of dead supervisors and ends what is left of each run (members checked by identity, escaped members found
 by their cookie, cgroup.kill for cgroup runs), then removes the records and empty cgroups.
-Runs of supervisors that are alive are never touched. A record is used only from a directory and
+Runs of supervisors that are alive are never touched, nor records written in another pid
+namespace (a container's), which it cannot judge from here; a run another live reaper is ending
+is left to it. A record is used only from a directory and
 a file nobody else can write (no symlinks), and only on processes and cgroups it can prove are the
 run's; anything else is reported and left alone.
 
@@ -192,6 +194,7 @@ Options:
                      ~/.local/state/procwarden)
   -h, --help         show this help
 
-Exit status: 0 nothing left behind; 1 members survived SIGKILL (their records are kept), or the
+Exit status: 0 nothing left behind; 1 members survived SIGKILL or a run's cgroup could not be
+removed (their records are kept), a record could not be judged from this pid namespace, the
 journal could not be read, or a directory, file or record was not trusted; 2 bad options.
 `;

@@ -20,7 +20,9 @@ const ACTION_TEXT: Record<ReapedRun['action'], string> = {
   reaped: 'reaped',
   'would-reap': 'would reap',
   'supervisor-alive': 'left alone (its supervisor is alive)',
-  incomplete: 'INCOMPLETE (members survived SIGKILL; record kept)',
+  'not-judged': 'NOT JUDGED (whether its supervisor lives cannot be told from here; record kept)',
+  claimed: 'left to the reaper already ending it',
+  incomplete: 'INCOMPLETE (its end did not complete; record kept)',
   refused: "REFUSED in part (the record names what reap cannot prove is the run's; record kept)",
 };
 
@@ -32,7 +34,9 @@ function describe(report: ReapReport): string {
       existsSync(report.stateDir) ? 'no runs recorded' : 'no runs recorded (the directory does not exist)',
     );
   for (const run of report.runs) {
-    const tree = run.action === 'supervisor-alive' ? '' : `; ${processes(run.members.length)} left`;
+    const untouched =
+      run.action === 'supervisor-alive' || run.action === 'not-judged' || run.action === 'claimed';
+    const tree = untouched ? '' : `; ${processes(run.members.length)} left`;
     const killed = run.killed > 0 ? `, ${run.killed} needed SIGKILL` : '';
     lines.push(
       `${run.runId} (supervisor pid ${run.supervisorPid}): ${ACTION_TEXT[run.action]}${tree}${killed}`,
@@ -73,13 +77,16 @@ export async function reapCommand(args: string[]): Promise<number> {
 }
 
 /**
- * Non-zero when anything may be left behind: survivors, a journal (or record) that could not be
- * read, one that was not trusted, or a record naming what reap would not touch. Foreign and corrupt
- * files in a trusted directory are only reported.
+ * Non-zero when anything may be left behind: survivors, a run whose end did not complete (a
+ * cgroup that could not be removed), a record that could not be judged from here, a journal (or
+ * record) that could not be read, one that was not trusted, or a record naming what reap would not
+ * touch. Foreign and corrupt files in a trusted directory are only reported. A run another live
+ * reaper is ending is that reaper's to report.
  */
 function failed(report: ReapReport): boolean {
   return (
     report.survivors > 0 ||
+    report.runs.some((r) => r.action === 'incomplete' || r.action === 'not-judged') ||
     report.skipped.some((s) => s.kind === 'untrusted' || s.kind === 'unreadable') ||
     report.runs.some((r) => r.refused.length > 0)
   );

@@ -1,6 +1,7 @@
 import { readdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeDirs } from '../make-dirs.js';
+import { CLAIM_FILE } from './claim.js';
 import { parseRecord, type RunRecord, recordFileNames } from './record.js';
 import { readRecordFile, untrustedDir } from './trust.js';
 
@@ -107,6 +108,8 @@ export class Journal {
       return { entries, problems };
     }
     for (const file of names.sort()) {
+      // A reaper's claim on a run (see ./claim.ts): read by the next reaper, never a record.
+      if (CLAIM_FILE.test(file)) continue;
       const tmp = file.endsWith(`.json${TMP}`);
       if (!file.endsWith('.json') && !tmp) {
         problems.push({ file, problem: 'not a procwarden record (name); left alone', kind: 'invalid' });

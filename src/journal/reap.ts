@@ -11,9 +11,12 @@ import {
   platformTable,
 } from '../tree/index.js';
 import { CgroupRemains, clearSupervisorCgroups } from './cgroup-remains.js';
+import { claimRun } from './claim.js';
 import { Journal, type JournalEntry, type JournalProblem } from './journal.js';
+import { SupervisorJudge } from './judge.js';
 import { OrphanTarget } from './orphan-target.js';
-import type { RunRecord } from './record.js';
+import { writeReaperStop } from './reaper-stop.js';
+import { type RunRecord, recordFileNames } from './record.js';
 import { checkStateDir, defaultStateDir } from './state-dir.js';
 
 export interface ReapOptions {
@@ -42,7 +45,18 @@ export type ReapAction =
   | 'would-reap'
   /** The supervisor is alive: its runs are its own business. */
   | 'supervisor-alive'
-  /** The supervisor is dead but members survived SIGKILL; the record stays for the next reap. */
+  /**
+   * Whether its supervisor lives cannot be told from here (written in another pid namespace, or
+   * by a procwarden that did not record its namespace, or this /proc is another namespace's):
+   * nothing was signalled, the record stays. See `notes`.
+   */
+  | 'not-judged'
+  /** Another reaper that is alive (the watchdog, a concurrent reap) is ending this run: left to it. */
+  | 'claimed'
+  /**
+   * The supervisor is dead but the run's end is not complete: members survived SIGKILL, its
+   * cgroup could not be removed, or the reap failed. The record stays for the next reap.
+   */
   | 'incomplete'
   /**
    * The supervisor is dead, and the record names a process or cgroup reap cannot prove is the
@@ -100,23 +114,7 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
     ? read.entries.filter((e) => e.record.supervisorId === dead.id && e.record.supervisorPid === dead.pid)
     : read.entries;
   const problems = dead ? [] : read.problems;
-  const alive = new Map<string, Promise<boolean>>();
-  const supervisorAlive = (r: RunRecord) => {
-    const k = `${r.supervisorPid}@${r.supervisorStart ?? startInCgroupName(r)}`;
-    let p = alive.get(k);
-    if (!p) {
-      p = table.get(r.supervisorPid).then((info) => {
-        if (isGone(info) || !info) return false;
-        // The launch record, written in the tick the supervisor was made, may not have its start
-        // time yet; the cgroup it made then is named with it. With neither, the pid alone decides,
-        // the cautious way: alive.
-        const start = r.supervisorStart ?? startInCgroupName(r);
-        return start === null || info.startTime === start;
-      });
-      alive.set(k, p);
-    }
-    return p;
-  };
+  const judge = new SupervisorJudge(table);
 
   const runs = await Promise.all(
     groupByRun(entries).map(async (files) => {
@@ -137,7 +135,9 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
         refused: [],
       };
       try {
-        if (!dead && (await supervisorAlive(record))) return base;
+        const verdict = dead ? judge.knownDead() : await judge.judge(record, startInCgroupName(record));
+        if (verdict === 'alive') return base;
+        if (verdict !== 'dead') return { ...base, action: 'not-judged' as const, notes: [verdict.notJudged] };
         return await reapOne(record, base, {
           table,
           clock,
@@ -213,7 +213,29 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   out.members = found.map((p) => ({ pid: p.pid, command: p.command }));
   const refused = () => [...refusedCgroup, ...target.refused];
   if (ctx.dryRun) return { ...out, action: 'would-reap', notes: [...target.notes], refused: refused() };
+  const claim = await claimRun(ctx.journal.dir, record.runId, ctx.table);
+  if (!claim.claimed) {
+    // Left to the reaper that holds it; a claim that cannot be judged or taken is a person's to look at.
+    if (claim.live) return { ...out, action: 'claimed', notes: [claim.why] };
+    return { ...out, action: 'refused', refused: [claim.why] };
+  }
+  try {
+    return await endClaimed(record, out, ctx, target, cgroup, refused, notes);
+  } finally {
+    claim.release();
+  }
+}
 
+/** The run's end, once this reaper holds its claim: the signals, the cgroup, the record. */
+async function endClaimed(
+  record: RunRecord,
+  out: ReapedRun,
+  ctx: ReapContext,
+  target: OrphanTarget,
+  cgroup: CgroupRemains | null,
+  refused: () => string[],
+  notes: string[],
+): Promise<ReapedRun> {
   // A host that died while the run was ending had signalled it already: the sequence goes on with
   // that signal, to what it did not reach, until the deadline it set.
   const stop = record.stopping;
@@ -239,9 +261,14 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   }
   if (stop)
     notes.push(`the run was ending when its supervisor died (${stop.signal}); its sequence was taken over`);
+  const graceMs = ctx.graceMs ?? grace;
+  let stopProblem: string | null = null;
   const report = await terminate(target, {
     signal,
-    graceMs: ctx.graceMs ?? grace,
+    graceMs,
+    onSignalled: (reached) => {
+      stopProblem = writeReaperStop(ctx.journal, record, { signal, graceMs }, reached);
+    },
     clock: ctx.clock,
     table: ctx.table,
     // As the host would have: a passed-on signal (SIGINT) goes to those that ignore it as the run's own.
@@ -256,14 +283,21 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
     signalled: report.signalled,
     killed: report.killed,
     escaped: report.escaped,
-    notes: [...report.notes],
+    notes: [...report.notes, ...(stopProblem ? [stopProblem] : [])],
     refused: refused(),
   };
   if (result.action !== 'reaped') return result;
   await cgroup?.emptied(ctx.clock, EMPTIED_MS);
   const problem = cgroup?.remove();
-  if (problem) result.notes.push(problem);
-  for (const file of out.files) {
+  if (problem) {
+    // A cgroup that is still there holds something (EBUSY: a task reap would not or could not end,
+    // such as its own ancestor): the run is not over, and its record is the only trace left.
+    result.notes.push(`${problem}; the record is kept`);
+    return { ...result, action: 'incomplete' };
+  }
+  // Its own stop record too, which the files read at the start did not include.
+  const files = new Set([...out.files, recordFileNames(record.runId).stop]);
+  for (const file of files) {
     try {
       ctx.journal.removeFile(file);
     } catch (error) {

@@ -5,8 +5,14 @@ export interface RunRecord {
   format: typeof RECORD_FORMAT;
   supervisorId: string;
   supervisorPid: number;
-  /** Opaque start time of the supervisor process; null when it could not be read yet. */
+  /** Opaque start time of the supervisor process; null when it could not be read (no /proc). */
   supervisorStart: string | null;
+  /**
+   * The supervisor's pid namespace (`pid:[inode]`), null where there is none to read (no /proc).
+   * Absent from records written before it existed: those are judged only by the pid namespace
+   * they must have come from (see reap's judge).
+   */
+  supervisorPidNamespace?: string | null;
   runId: string;
   /** Null until the command has been launched: the record is written before the spawn. */
   pid: number | null;
@@ -43,6 +49,7 @@ export interface StoppingRecord {
 export const MAX_SIGNALLED = 1000;
 
 const RUN_ID = /^[A-Za-z0-9_.-]{1,200}$/;
+const PID_NAMESPACE = /^pid:\[\d{1,20}\]$/;
 
 /**
  * A run has up to three files: the record written before the spawn, the one with its pid, and the
@@ -90,6 +97,9 @@ export function parseRecord(text: string): RunRecord | string {
   if (typeof r.runId !== 'string' || !RUN_ID.test(r.runId)) problems.push('runId');
   if (typeof r.graceMs !== 'number' || !(r.graceMs >= 0)) problems.push('graceMs');
   if (r.stopping !== undefined && !isStopping(r.stopping)) problems.push('stopping');
+  const ns = r.supervisorPidNamespace;
+  if (ns !== undefined && ns !== null && (typeof ns !== 'string' || !PID_NAMESPACE.test(ns)))
+    problems.push('supervisorPidNamespace');
   if (problems.length > 0) return `invalid field(s): ${problems.join(', ')}`;
   return r as unknown as RunRecord;
 }

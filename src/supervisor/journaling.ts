@@ -1,4 +1,5 @@
 import type { Journal, RunRecord, StoppingRecord } from '../journal/index.js';
+import { selfIdentity } from '../journal/self.js';
 import type { ProcessTable } from '../tree/index.js';
 import type { RunResult } from '../types.js';
 import type { ManagedRun } from './managed-run.js';
@@ -21,7 +22,13 @@ const MAX_PROBLEMS = 50;
  */
 export class RunJournal {
   readonly problems: string[] = [];
-  private selfStart: string | null = null;
+  /**
+   * Read synchronously where /proc has it: a host SIGKILLed in the tick it made its Supervisor
+   * leaves a launch record without a start time otherwise, and then a process that reuses its
+   * pid passes for it forever (its runs are never reaped).
+   */
+  private selfStart: string | null = selfIdentity().start;
+  private readonly pidNamespace = selfIdentity().pidNamespace;
   private readonly tracked = new Map<string, Tracked>();
 
   constructor(
@@ -29,12 +36,14 @@ export class RunJournal {
     private readonly table: ProcessTable,
     private readonly supervisorId: string,
   ) {
-    table.get(process.pid).then(
-      (info) => {
-        this.selfStart = info?.startTime ?? null;
-      },
-      () => {},
-    );
+    // Elsewhere (no /proc) the table reads it, later.
+    if (this.selfStart === null)
+      table.get(process.pid).then(
+        (info) => {
+          this.selfStart = info?.startTime ?? null;
+        },
+        () => {},
+      );
   }
 
   get dir(): string {
@@ -48,6 +57,7 @@ export class RunJournal {
       supervisorId: this.supervisorId,
       supervisorPid: process.pid,
       supervisorStart: this.selfStart,
+      supervisorPidNamespace: this.pidNamespace,
       runId: run.id,
       pid: null,
       pidStart: null,

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, readlinkSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -11,6 +11,8 @@ export function deadRecord(runId: string, fields: Record<string, unknown>): stri
     supervisorId: 'pwtestdead',
     supervisorPid: process.pid,
     supervisorStart: 'not-a-start-time',
+    // Written in our namespace, as every record of a supervisor that shared it.
+    supervisorPidNamespace: readlinkSync('/proc/self/ns/pid'),
     runId,
     pid: null,
     pidStart: null,
