@@ -135,6 +135,26 @@ describe('a record that does not say its pid namespace (written by an older proc
   });
 });
 
+describe('a record of an older procwarden whose supervisor is visibly alive', () => {
+  it("is left alone as any live supervisor's: supervisor-alive, not a failure", async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-ns-state-'));
+    const runId = `pwtestold${process.pid}-2`;
+    // Its supervisor is this process, pid and start time: alive here, whatever namespace wrote it.
+    writeFileSync(
+      join(stateDir, `${runId}.json`),
+      deadRecord(runId, {
+        supervisorPidNamespace: undefined,
+        supervisorStart: startTime(process.pid),
+        cookie: runId,
+      }),
+      { mode: 0o600 },
+    );
+    const report = await reap({ stateDir });
+    expect(report.runs.map((r) => r.action)).toEqual(['supervisor-alive']);
+    expect(journalFiles(stateDir)).toEqual([`${runId}.json`]);
+  });
+});
+
 describe('a supervisor pid reused after a crash in the tick the Supervisor was made', () => {
   it.skipIf(noUnshare !== null)(
     'the launch record carries the start time: the squatter is not taken for the supervisor, the run is reaped (needs root and unshare)',

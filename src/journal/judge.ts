@@ -44,7 +44,16 @@ export class SupervisorJudge {
 
   async judge(r: RunRecord, startFromCgroup: string | null): Promise<Verdict> {
     const outside = this.outsideOurs(r);
-    if (outside) return { notJudged: outside };
+    // An older record whose supervisor is visibly alive here is left alone either way: only the
+    // verdict "dead", the one that acts, needs the namespace.
+    const unsure = outside !== null && !this.foreignProc && r.supervisorPidNamespace === undefined;
+    if (outside && !unsure) return { notJudged: outside };
+    const alive = await this.alive(r, startFromCgroup);
+    if (outside) return alive ? 'alive' : { notJudged: outside };
+    return alive ? 'alive' : 'dead';
+  }
+
+  private alive(r: RunRecord, startFromCgroup: string | null): Promise<boolean> {
     const start = r.supervisorStart ?? startFromCgroup;
     const k = `${r.supervisorPid}@${start}`;
     let p = this.answers.get(k);
@@ -58,6 +67,6 @@ export class SupervisorJudge {
       });
       this.answers.set(k, p);
     }
-    return (await p) ? 'alive' : 'dead';
+    return p;
   }
 }
