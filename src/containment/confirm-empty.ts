@@ -17,6 +17,11 @@ const CONFIRM_SCANS = 3;
  * scheduler slices is then readable; one that takes longer is named in the notes.
  */
 const SETTLE_MS = 100;
+/**
+ * And at least this many looks, however long they take: on a loaded machine one sweep of /proc
+ * can take the whole window, and the process it waits for is as slow to get the CPU as the sweep.
+ */
+const SETTLE_SCANS = 3;
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -39,7 +44,8 @@ export async function scanUntilSure(
     if (scan.vanished === 0) break;
   }
   const settleBy = Date.now() + SETTLE_MS;
-  while (scan.members.length === 0 && scan.unsettled > 0 && Date.now() < settleBy) {
+  for (let looks = 0; scan.members.length === 0 && scan.unsettled > 0; looks++) {
+    if (looks >= SETTLE_SCANS && Date.now() >= settleBy) break;
     await pause(1);
     scan = await scanOnce();
   }
@@ -48,7 +54,7 @@ export async function scanUntilSure(
   };
   if (scan.members.length === 0 && scan.unsettled > 0) {
     say(
-      `a process stayed between two execs (its environment unreadable) for ${SETTLE_MS} ms: that nothing of the tree is left could not be confirmed`,
+      `a process stayed between two execs (its environment unreadable) for ${SETTLE_MS} ms and ${SETTLE_SCANS} looks: that nothing of the tree is left could not be confirmed`,
     );
   }
   if (scan.members.length === 0 && scan.vanished > 0) {
