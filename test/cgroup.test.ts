@@ -34,7 +34,9 @@ describe('the cgroup shim (no root needed)', () => {
     };
     const shimmed = throughShim(plan, '/sys/fs/cgroup/x/cgroup.procs');
     expect(shimmed.file).toBe('/bin/sh');
-    expect(shimmed.env).toEqual(plan.env);
+    // The shell does not see what env(1) gives back (dash refuses an OPTIND that is no number).
+    const { IFS: _ifs, ...rest } = plan.env;
+    expect(shimmed.env).toEqual(rest);
     expect(shimmed.args.join('\n')).not.toContain('secret-value');
     expect(shimmed.args.slice(-6)).toEqual(['/usr/bin/env', '--', 'A.B=1', 'IFS=:', 'true', 'x']);
     // Without a PATH of the run's, env is given the command found by the same search as the check.
@@ -174,7 +176,14 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
   });
 
   it('the command gets its environment as given, names the shim shell would drop or reset included (review)', async () => {
-    const env = { 'A.B': '1', 'my-var': 'x y', IFS: ':', PPID: 'abc', OPTIND: '5', MULTI: 'a\nb=c' };
+    const env = {
+      'A.B': '1',
+      'my-var': 'x y',
+      IFS: ':',
+      PPID: 'abc',
+      OPTIND: 'not a number',
+      MULTI: 'a\nb=c',
+    };
     const r = await sup.spawn({
       argv: [process.execPath, '-e', 'process.stdout.write(JSON.stringify(process.env))'],
       containment: 'cgroup',

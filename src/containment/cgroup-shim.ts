@@ -30,7 +30,9 @@ export function throughShim(plan: LaunchPlan, procsFile: string): LaunchPlan {
     const file =
       plan.env.PATH === undefined && !plan.file.includes('/') && found !== 'unknown' ? found : plan.file;
     const command = [env, '--', ...lost, file, ...plan.args];
-    return { ...plan, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, ...command] };
+    // The shell must not see what it reads: dash refuses to start on an OPTIND that is no number.
+    const shellEnv = Object.fromEntries(Object.entries(plan.env).filter(([name]) => !SHELL_SETS.has(name)));
+    return { ...plan, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, ...command], env: shellEnv };
   }
   return { ...plan, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, plan.file, ...plan.args] };
 }
