@@ -1,8 +1,11 @@
-import { readdirSync, readlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RunHandle, type RunSpec, Supervisor } from '../src/index.js';
+import { closingFirst } from '../src/spawn/pty-closer.js';
 import { cgroupSkipReason, sweepCgroups } from './helpers/cgroups.js';
-import { LeakGuard, waitFor } from './helpers/procs.js';
+import { LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 
 // node-pty opens a PTY's master without FD_CLOEXEC, so every process forked while a PTY run is
 // open used to inherit it: another run could type into that run's terminal and read its output.
@@ -156,3 +159,169 @@ describe.skipIf(process.platform !== 'linux')("a PTY run's master reaches no oth
     },
   );
 });
+
+/**
+ * bash(1)'s "Shell Variables", written out here apart from src/spawn/bash-variables.ts so that the
+ * test does not take the code's word for which names matter, plus every variable a bash here
+ * defines of its own (`compgen -v`).
+ */
+const BASH_DOCUMENTS =
+  '_ BASH BASHOPTS BASHPID BASH_ALIASES BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_CMDS BASH_COMMAND ' +
+  'BASH_EXECUTION_STRING BASH_LINENO BASH_LOADABLES_PATH BASH_REMATCH BASH_SOURCE BASH_SUBSHELL ' +
+  'BASH_VERSINFO BASH_VERSION COMP_CWORD COMP_KEY COMP_LINE COMP_POINT COMP_TYPE COMP_WORDBREAKS ' +
+  'COMP_WORDS COPROC DIRSTACK EPOCHREALTIME EPOCHSECONDS EUID FUNCNAME GROUPS HISTCMD HOSTNAME ' +
+  'HOSTTYPE LINENO MACHTYPE MAPFILE OLDPWD OPTARG OPTIND OSTYPE PIPESTATUS PPID PWD RANDOM ' +
+  'READLINE_ARGUMENT READLINE_LINE READLINE_MARK READLINE_POINT REPLY SECONDS SHELLOPTS SHLVL SRANDOM ' +
+  'UID BASH_COMPAT BASH_ENV BASH_XTRACEFD CDPATH CHILD_MAX COLUMNS COMPREPLY EMACS ENV EXECIGNORE ' +
+  'FCEDIT FIGNORE FUNCNEST GLOBIGNORE HISTCONTROL HISTFILE HISTFILESIZE HISTIGNORE HISTSIZE ' +
+  'HISTTIMEFORMAT HOME HOSTFILE IFS IGNOREEOF INPUTRC INSIDE_EMACS LANG LANGUAGE LC_ALL LC_COLLATE ' +
+  'LC_CTYPE LC_MESSAGES LC_NUMERIC LC_TIME LINES MAIL MAILCHECK MAILPATH OPTERR PATH POSIXLY_CORRECT ' +
+  'PROMPT_COMMAND PROMPT_DIRTRIM PS0 PS1 PS2 PS3 PS4 SHELL TERM TIMEFORMAT TMOUT TMPDIR auto_resume histchars';
+
+function bashVariableNames(): string[] {
+  const own = execFileSync('/bin/bash', ['-c', 'compgen -v'], { env: {}, encoding: 'utf8' }).split('\n');
+  return [...new Set([...BASH_DOCUMENTS.split(' '), ...own])].filter((name) => name !== '');
+}
+
+const CONTAINMENTS =
+  cgroupSkip === null ? (['process-group', 'cgroup'] as const) : (['process-group'] as const);
+
+const PRINT_ENV = ['/usr/bin/python3', '-c', 'import os,json;print(json.dumps(dict(os.environ)))'];
+
+/** What a PTY run printed: its environment (without the run's cookie) and any other line. */
+async function ptyRun(
+  spec: Omit<RunSpec, 'mode'>,
+): Promise<{ env: Record<string, string> | null; other: string[]; text: string }> {
+  const handle = sup.spawn({ timeoutMs: 20_000, ...spec, mode: 'pty' });
+  leaks.track(handle.pid);
+  const text = (await handle.result).stdout.text;
+  let env: Record<string, string> | null = null;
+  const other: string[] = [];
+  for (const line of text.split('\r\n')) {
+    if (line.startsWith('{')) env = JSON.parse(line) as Record<string, string>;
+    else if (line !== '') other.push(line);
+  }
+  if (env !== null) delete env.PROCWARDEN_RUN;
+  return { env, other, text: env === null ? text : '(the environment)' };
+}
+
+/**
+ * Each spec run alone, then again while another PTY run is open (through the closing shell), in each
+ * containment: under cgroup the closing shell starts the cgroup shim, not the command.
+ */
+async function aloneThenClosing(given: Omit<RunSpec, 'mode'>[]) {
+  const specs = CONTAINMENTS.flatMap((containment) => given.map((spec) => ({ ...spec, containment })));
+  const alone: Awaited<ReturnType<typeof ptyRun>>[] = [];
+  for (const spec of specs) alone.push(await ptyRun(spec));
+  const victim = await openVictim();
+  const closing: typeof alone = [];
+  for (const spec of specs) closing.push(await ptyRun(spec));
+  await victimUntouched(victim);
+  return specs.map((spec, i) => ({ spec, alone: alone[i], closing: closing[i] }));
+}
+
+describe.skipIf(process.platform !== 'linux')(
+  'a PTY run started through the closing shell is the run alone',
+  () => {
+    it("puts only bash's variables on a command line, which other users can read (no processes)", () => {
+      const env = { PATH: '/usr/bin:/bin', API_TOKEN: 'secret-value', 'A.B': '1', RANDOM: '5', LC_ALL: 'C' };
+      const plan = closingFirst({ file: 'a=b', args: ['x'], cwd: undefined, env, newSession: true }, [18]);
+      expect(plan?.env).toEqual({ API_TOKEN: 'secret-value', 'A.B': '1' });
+      const args = plan?.args ?? [];
+      expect(args.join('\n')).not.toContain('secret-value');
+      expect(args.slice(-8)).toEqual(['RANDOM=5', 'LC_ALL=C', '/usr/bin/nice', '-n', '0', '--', 'a=b', 'x']);
+      expect(args).toContain('SHLVL'); // unset (-u): bash exports one of its own
+    });
+
+    it("gets bash's dynamic and special variables as the run has them", async () => {
+      const common = {
+        PATH: '/usr/bin:/bin',
+        SHLVL: '1',
+        RANDOM: '5',
+        SRANDOM: '6',
+        BASHPID: '8',
+        BASH_ARGV0: 'zero',
+        HISTCMD: '9',
+        EPOCHSECONDS: '1',
+        PS4: '+',
+        LINENO: '7',
+      };
+      const specs = ['/nonexistent', 'rel'].map((OLDPWD) => ({
+        argv: PRINT_ENV,
+        env: { ...common, OLDPWD },
+        extendEnv: false,
+      }));
+      for (const { spec, alone, closing } of await aloneThenClosing(specs)) {
+        expect(alone?.env).toMatchObject(spec.env ?? {});
+        expect({ in: spec.containment, ...closing }).toEqual({ in: spec.containment, ...alone });
+      }
+    });
+
+    it('gets every variable bash documents or defines, set to odd values, as the run has them', async () => {
+      const names = bashVariableNames();
+      expect(names.length).toBeGreaterThan(100);
+      const odd = ['we ird', '7', '/nonexistent', '+', 'rel', '() { echo hijacked; }', ''];
+      const specs = odd.map((value) => ({
+        argv: PRINT_ENV,
+        env: {
+          ...Object.fromEntries(names.map((name) => [name, value])),
+          'BASH_FUNC_exec%%': '() { echo hijacked; }',
+        },
+        extendEnv: false,
+      }));
+      for (const { spec, alone, closing } of await aloneThenClosing(specs)) {
+        const label = `${spec.containment}, ${spec.env?.PATH}: ${alone?.text}`;
+        expect(alone?.env, label).not.toBeNull();
+        expect({ label, ...closing }).toEqual({ label, ...alone });
+      }
+    });
+
+    it("writes nothing of bash's into the run's terminal (a locale that is not installed)", async () => {
+      const spec = { argv: ['/bin/echo', 'hi'], env: { LC_ALL: 'xx_YY.UTF-8' } };
+      for (const { alone, closing } of await aloneThenClosing([spec])) {
+        expect(alone?.text).toBe('hi\r\n');
+        expect(closing?.text).toBe('hi\r\n');
+      }
+    });
+
+    it('runs the program the direct path runs: a file without #! by /bin/sh, also without PATH', async () => {
+      const dir = makeTmp('pw-closer-');
+      try {
+        const file = join(dir, 'no-interpreter');
+        writeFileSync(file, 'echo "bash [$BASH_VERSION]"\n');
+        chmodSync(file, 0o755);
+        const specs = [{ PATH: '/usr/bin:/bin', SHLVL: '1' }, { SHLVL: '1' }].map((env) => ({
+          argv: [file],
+          env,
+          extendEnv: false,
+        }));
+        for (const { alone, closing } of await aloneThenClosing(specs)) {
+          expect(alone?.text).toBe('bash []\r\n'); // execvp ran it with /bin/sh (dash here)
+          expect(closing?.text).toBe(alone?.text);
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("a command whose name has '=' holds no master either, by path or found in PATH", async () => {
+      const dir = makeTmp('pw-closer-');
+      try {
+        const file = join(dir, 'a=b');
+        writeFileSync(file, `#!/bin/bash\n${INTRUDER[2]}\n`);
+        chmodSync(file, 0o755);
+        const victim = await openVictim();
+        // No SHLVL, as under cron or systemd: the closing shell needs env(1) to leave it unset.
+        const env = { PATH: `${dir}:/usr/bin:/bin` };
+        for (const containment of CONTAINMENTS)
+          for (const argv of [[file], ['a=b']]) {
+            const fds = await descriptorsOf({ argv, mode: 'pty', env, extendEnv: false, containment });
+            expect({ containment, argv, others: ptmxIn(fds) }).toEqual({ containment, argv, others: [] });
+          }
+        await victimUntouched(victim);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  },
+);

@@ -1,56 +1,63 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import type { LaunchPlan } from '../containment/index.js';
 import { childProcess } from '../lazy-builtins.js';
+import { BASH_NAMES, bashTouches } from './bash-variables.js';
 import { spawnSealed } from './pty-masters.js';
-
-/**
- * What bash reads from its environment or rewrites before it passes the environment on: kept from
- * the closing shell and given back by env(1), so the command gets the run's environment exactly.
- * BASH_ENV and ENV are files bash would source; SHELLOPTS could turn on xtrace into the terminal;
- * an exported function could even stand in for `exec`; SHLVL counts, unless it is a plain level.
- */
-const BASH_READS = new Set(['BASH_ENV', 'ENV', 'SHELLOPTS', 'BASHOPTS', 'IFS', 'PPID', 'OPTIND', 'SHLVL']);
 
 /**
  * The plan, started through a shell that first closes `fds` (other runs' PTY masters, which
  * node-pty's forkpty hands to every child it forks: it never sets FD_CLOEXEC on them, and Node
  * cannot) and then execs the command in its place: same pid, same terminal, same environment.
  * null when no shell here can close a descriptor above 9 (dash, Debian's /bin/sh, cannot), or
- * the environment needs env(1) and there is none: the caller then starts the plan as it is.
+ * there is no env(1) (or nice(1), for a command named with '='): the caller then starts the plan
+ * as it is.
+ *
+ * The shell never runs the command itself: it execs env(1), which execs the command. So what the
+ * command gets is decided by env(1), not by bash:
+ * - The environment. The shell gets the run's environment without every variable bash knows of
+ *   (bash-variables.ts), which env(1) gives back as `NAME=VALUE` operands, and env(1) unsets the
+ *   ones the run has not (bash exports PWD and SHLVL of its own). Only those values are on a
+ *   command line, which any user can read for that instant; everything else (API tokens...) goes
+ *   through the shell's environment, which is its owner's alone. Without locale variables the
+ *   shell cannot warn about one into the run's terminal.
+ * - The program. env(1) finds it with execvp(3) in the run's own environment, as node-pty's fork
+ *   does on the direct path: PATH, its default when there is none (bash's default differs), and a
+ *   file without `#!` run by /bin/sh (bash would run it itself).
  */
 export function closingFirst(plan: LaunchPlan, fds: readonly number[]): LaunchPlan | null {
   const shell = closingShell();
-  if (shell === null) return null;
+  const env = envProgram();
+  if (shell === null || env === null) return null;
   const shellEnv: Record<string, string> = {};
   const assign: string[] = [];
   for (const [name, value] of Object.entries(plan.env)) {
-    if (passesThrough(name, value, shell)) shellEnv[name] = value;
+    if (passesThrough(name, shell)) shellEnv[name] = value;
     else assign.push(`${name}=${value}`);
   }
-  // bash exports a SHLVL of its own even where the run has none.
-  const unset = plan.env.SHLVL === undefined ? ['-u', 'SHLVL'] : [];
+  const unset = BASH_NAMES.filter((name) => plan.env[name] === undefined).flatMap((name) => ['-u', name]);
+  // env(1) takes every operand with '=' for a variable, even after `--`: a command named so is
+  // exec'd by nice(1) (niceness unchanged), which takes its command as it is.
+  let program = [plan.file];
+  if (plan.file.includes('=')) {
+    const nice = niceProgram();
+    if (nice === null) return null;
+    program = [nice, '-n', '0', '--', plan.file];
+  }
   const script = `exec ${fds.map((fd) => `${fd}>&-`).join(' ')}; exec -- "$@"`;
   // $0 is the command's name: what the shell might say names the command, not the shell.
-  if (assign.length === 0 && unset.length === 0)
-    return { ...plan, file: shell, args: ['-c', script, plan.file, plan.file, ...plan.args], env: shellEnv };
-  // Only then a second exec, env(1), which gives back what bash would change. It takes an operand
-  // with '=' for a variable: such a command is started as before.
-  const env = envProgram();
-  if (env === null || plan.file.includes('=')) return null;
-  const command = [env, ...unset, '--', ...assign, plan.file, ...plan.args];
+  const command = [env, ...unset, '--', ...assign, ...program, ...plan.args];
   return { ...plan, file: shell, args: ['-c', script, plan.file, ...command], env: shellEnv };
 }
 
 const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * Whether the shell hands `name=value` on as it got it (SHLVL: bash counts it up, then down at
- * exec). A /bin/sh that is not bash may also drop what is not a shell variable's name, as dash does.
+ * Whether the shell may see `name` (and so pass it on as it got it). A /bin/sh that is not bash
+ * may also drop what is not a shell variable's name, as dash does.
  */
-function passesThrough(name: string, value: string, shell: string): boolean {
-  if (name === 'SHLVL') return /^(0|[1-9][0-9]{0,2})$/.test(value) && Number(value) < 999;
+function passesThrough(name: string, shell: string): boolean {
   if (!shell.endsWith('bash') && !SHELL_NAME.test(name)) return false;
-  return !BASH_READS.has(name) && !name.startsWith('BASH_FUNC_');
+  return !bashTouches(name);
 }
 
 let shellPath: string | null | undefined;
@@ -71,10 +78,17 @@ function shClosesAbove9(): boolean {
 }
 
 let envPath: string | null | undefined;
+let nicePath: string | null | undefined;
 
+/** By absolute paths: the shell's environment may have no PATH. */
 function envProgram(): string | null {
   envPath ??= ['/usr/bin/env', '/bin/env'].find(executable) ?? null;
   return envPath;
+}
+
+function niceProgram(): string | null {
+  nicePath ??= ['/usr/bin/nice', '/bin/nice'].find(executable) ?? null;
+  return nicePath;
 }
 
 function executable(path: string): boolean {

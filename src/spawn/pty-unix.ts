@@ -38,10 +38,12 @@ export function openUnixTerminal(
   const cwd = plan.cwd ?? process.cwd();
   // forkpty's child inherits every open master (node-pty sets no FD_CLOEXEC): the command must not
   // start with another run's terminal in its hands.
+  // As node-pty sets them: the terminal type, and PWD for shells that trust it. Set before the
+  // closing shell is planned, which gives the command exactly this environment.
+  const full = { ...plan, env: { ...plan.env, PWD: cwd, TERM: size.term } };
   const others = openMasters();
-  const started = others.length > 0 ? (closingFirst(plan, others) ?? plan) : plan;
-  // As node-pty sets them: the terminal type, and PWD for shells that trust it.
-  const env = Object.entries({ ...started.env, PWD: cwd, TERM: size.term }).map(([k, v]) => `${k}=${v}`);
+  const started = others.length > 0 ? (closingFirst(full, others) ?? full) : full;
+  const env = Object.entries(started.env).map(([k, v]) => `${k}=${v}`);
   let hold: number | undefined;
   let opened = false;
   const letGo = () => {
