@@ -288,58 +288,6 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
     expect(counter.calls).toBeGreaterThanOrEqual(3);
   });
 
-  /**
-   * A ps whose first read by pid after `hold()` (a run's identity read, made as it starts) answers
-   * only when let go: it outlasts the run.
-   */
-  function slowIdentity() {
-    const state = { held: 0, answered: 0, hold: false, letGo: () => {} };
-    const gate = new Promise<void>((resolve) => {
-      state.letGo = resolve;
-    });
-    const runner: CommandRunner = async (file, args, env) => {
-      const held = state.hold && !args.includes('-A');
-      if (held) {
-        state.hold = false;
-        state.held++;
-        await gate;
-      }
-      const r = await execRunner(file, args, env);
-      if (held) state.answered++;
-      return r;
-    };
-    const sup = new Supervisor({ table: new PsTable(runner) });
-    leaks.trackCookie(sup.id);
-    return { sup, state };
-  }
-
-  it('a command that exits before ps has read its identity is not held by that read; a leftover is still found', async () => {
-    const { sup, state } = slowIdentity();
-    try {
-      state.hold = true;
-      const r = await sup.spawn({ argv: ['/bin/true'], containment: 'process-group' }).result;
-      expect(r.reason).toBe('exit');
-      expect(state.held).toBe(1);
-      // The identity of a root already reaped adds nothing: the result did not wait for it.
-      expect(state.answered).toBe(0);
-      const dir = leaks.trackDir(makeTmp());
-      state.hold = true;
-      const left = await sup.spawn({
-        argv: ['sh', '-c', 'sleep 300 & echo $! > "$1/left.pid"', 'sh', dir],
-        containment: 'process-group',
-      }).result;
-      const pid = readPids(dir).get('left') ?? 0;
-      leaks.track(pid);
-      expect(left.tree.leftovers).toBe(1);
-      expect(alive(pid)).toBe(false);
-      expect(state.held).toBe(2);
-      expect(state.answered).toBe(0);
-    } finally {
-      state.letGo();
-    }
-    await waitFor(() => state.answered === state.held, { what: 'the held ps reads' });
-  });
-
   /** The ps calls that ending a tree of `size` processes takes, by cancel() or kill(). */
   async function endingCalls(size: number, how: 'cancel' | 'kill') {
     const { sup, counter } = counted();

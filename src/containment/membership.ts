@@ -45,8 +45,6 @@ export class TreeMembership {
    * that stands still whatever happens (an emulated /proc) would otherwise prove every scan.
    */
   private countMoves = false;
-  /** The pid whose identity attach is reading, until it has it. */
-  private reading: number | null = null;
 
   constructor(
     private readonly table: ProcessTable,
@@ -82,11 +80,7 @@ export class TreeMembership {
   }
 
   async attach(pid: number): Promise<void> {
-    this.reading = pid;
-    const root = await this.table.get(pid);
-    if (this.reading !== pid) return; // the root was reaped first (rootReaped)
-    this.reading = null;
-    this.root = root;
+    this.root = await this.table.get(pid);
     if (this.root) this.known.set(key(this.root), this.root);
     else if (this.useGroup && this.noCookieSearch) this.root = exitedLeader(pid);
     // The root was born after launchBirths was read: while the count reads one more, the root is
@@ -95,22 +89,6 @@ export class TreeMembership {
       const root = this.root && !isGone(this.root) ? [this.root] : [];
       this.proof = { births: this.launchBirths + 1, members: root };
     }
-  }
-
-  /**
-   * The root was reaped while attach still read its identity. Without a cookie search the read can
-   * add nothing to a scan: the root is gone, its children re-parented, and its group stands in for
-   * it, as when the read comes back after the exit. On a table whose every read is a launch (ps)
-   * that read is most of what a short run costs, so the run need not wait for it. Returns whether
-   * the read was let go (its answer is then dropped).
-   */
-  rootReaped(): boolean {
-    const pid = this.reading;
-    if (pid === null || !this.useGroup || !this.noCookieSearch) return false;
-    this.reading = null;
-    this.root = exitedLeader(pid);
-    if (this.launchBirths !== null) this.proof = { births: this.launchBirths + 1, members: [] };
-    return true;
   }
 
   /** `onHolder`: called the moment a cookie holder is read (see EnvQuery.onHolder). */

@@ -38,10 +38,6 @@ export abstract class ScannedContainment implements Containment {
     return this.membership.attach(pid);
   }
 
-  rootReaped(): boolean {
-    return this.membership.rootReaped();
-  }
-
   members(scan?: MemberScan): Promise<ProcessInfo[]> {
     return this.membership.scan(scan?.stopOnSight ? (m) => this.deliverer.stopNow(m) : undefined);
   }

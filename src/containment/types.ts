@@ -29,11 +29,6 @@ export interface Containment extends KillTarget {
    */
   attach(pid: number, child?: ChildHandle): Promise<void>;
   /**
-   * The root was reaped (its exit heard) before attach resolved: whether attach's read can be let
-   * go, as adding nothing the run still needs. Absent: always waited for.
-   */
-  rootReaped?(): boolean;
-  /**
    * The run's root as recorded at attach and every member seen so far, each with the identity it
    * had then: what the host's exit hook may still reach, synchronously, after re-verifying it.
    */

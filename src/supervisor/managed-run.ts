@@ -500,8 +500,6 @@ export class ManagedRun implements RunHandle {
     const { clock } = this.deps;
     try {
       if (!this.spawnError) {
-        // A root reaped before its identity was read (a ps launch) may not need that read.
-        if (this.exit && !this.termination && this.hold.rootReaped?.()) this.attached = Promise.resolve();
         await this.attached;
         if (!this.termination && this.exit) await this.handleLeftovers();
         if (this.termination) report = await this.termination;
