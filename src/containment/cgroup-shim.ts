@@ -1,5 +1,5 @@
-import { accessSync, constants, statSync } from 'node:fs';
 import { lookUp } from '../spawn/command-path.js';
+import { executable, systemProgram } from '../spawn/system-program.js';
 import type { LaunchPlan } from './types.js';
 
 /**
@@ -20,7 +20,7 @@ export function throughShim(plan: LaunchPlan, procsFile: string): LaunchPlan {
   const found = lookUp(plan.file, plan.cwd, plan.env.PATH, executable);
   if (found === null) return plan;
   const lost = shellWouldChange(plan.env);
-  const env = lost.length > 0 ? envProgram() : null;
+  const env = lost.length > 0 ? systemProgram('env') : null;
   // `env` takes an argument with '=' for a variable: a command named so is run as before.
   if (env !== null && !plan.file.includes('=')) {
     // The shell passes the rest on; `env` puts back what it dropped or reset. Only those values are
@@ -52,21 +52,4 @@ function shellWouldChange(env: Record<string, string>): string[] {
   for (const [name, value] of Object.entries(env))
     if (SHELL_SETS.has(name) || !SHELL_NAME.test(name)) lost.push(`${name}=${value}`);
   return lost;
-}
-
-let envPath: string | null | undefined;
-
-/** env(1), by its absolute path: the shell's own environment is empty, PATH included. */
-function envProgram(): string | null {
-  envPath ??= ['/usr/bin/env', '/bin/env'].find(executable) ?? null;
-  return envPath;
-}
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
 }

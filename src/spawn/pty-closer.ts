@@ -1,8 +1,8 @@
-import { accessSync, constants, statSync } from 'node:fs';
 import type { LaunchPlan } from '../containment/index.js';
 import { childProcess } from '../lazy-builtins.js';
 import { BASH_NAMES, bashTouches } from './bash-variables.js';
 import { spawnSealed } from './pty-masters.js';
+import { executable, systemProgram } from './system-program.js';
 
 /**
  * The plan, started through a shell that first closes `fds` (other runs' PTY masters, which
@@ -26,7 +26,7 @@ import { spawnSealed } from './pty-masters.js';
  */
 export function closingFirst(plan: LaunchPlan, fds: readonly number[]): LaunchPlan | null {
   const shell = closingShell();
-  const env = envProgram();
+  const env = systemProgram('env');
   if (shell === null || env === null) return null;
   const shellEnv: Record<string, string> = {};
   const assign: string[] = [];
@@ -39,7 +39,7 @@ export function closingFirst(plan: LaunchPlan, fds: readonly number[]): LaunchPl
   // exec'd by nice(1) (niceness unchanged), which takes its command as it is.
   let program = [plan.file];
   if (plan.file.includes('=')) {
-    const nice = niceProgram();
+    const nice = systemProgram('nice');
     if (nice === null) return null;
     program = [nice, '-n', '0', '--', plan.file];
   }
@@ -75,27 +75,4 @@ function shClosesAbove9(): boolean {
     childProcess().spawnSync('/bin/sh', ['-c', 'exec 10>&-'], { stdio, timeout: 5000 }),
   );
   return probe.status === 0;
-}
-
-let envPath: string | null | undefined;
-let nicePath: string | null | undefined;
-
-/** By absolute paths: the shell's environment may have no PATH. */
-function envProgram(): string | null {
-  envPath ??= ['/usr/bin/env', '/bin/env'].find(executable) ?? null;
-  return envPath;
-}
-
-function niceProgram(): string | null {
-  nicePath ??= ['/usr/bin/nice', '/bin/nice'].find(executable) ?? null;
-  return nicePath;
-}
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
 }
