@@ -1,7 +1,9 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createPtyLauncher } from '../src/spawn/index.js';
+import { Supervisor } from '../src/supervisor/supervisor.js';
+import { Watchdog } from '../src/watchdog/launch.js';
 import { cgroupSkipReason } from './helpers/cgroups.js';
 import { type Host, journalFiles, startHost } from './helpers/host.js';
 import { alive, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
@@ -135,6 +137,29 @@ describe('the watchdog starts only while something needs it', () => {
     host.child.stdin?.end('go\n');
     expect((await host.exited).code).toBe(0);
     await waitFor(() => !alive(pid), { timeoutMs: BOUND, what: 'watchdog gone' });
+  });
+});
+
+describe('the start delay counts from the spawn', () => {
+  it('is asked for once the command runs: the first spawn, module loads and fork included, does not use it up', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-wd-state-'));
+    const sup = new Supervisor({ stateDir, watchdog: true });
+    const asked: (number | null | undefined)[] = [];
+    const startSoon = vi.spyOn(Watchdog.prototype, 'startSoon').mockImplementation(() => {
+      asked.push(sup.list()[0]?.pid);
+    });
+    try {
+      const run = sup.spawn({ argv: ['sleep', '5'], containment: 'process-group' });
+      leaks.track(run.pid);
+      // Asked before the spawn, a first run that takes 25 ms to spawn (Node 20 loads child_process
+      // and forks) found the delay over at its first turn and paid a watchdog's spawn for a `true`.
+      expect(asked).toEqual([run.pid]);
+      expect(typeof run.pid).toBe('number');
+      await sup.shutdown({ graceMs: 0 });
+    } finally {
+      startSoon.mockRestore();
+      await sup.shutdown({ graceMs: 0 });
+    }
   });
 });
 

@@ -158,13 +158,16 @@ export class Supervisor {
         : [];
     this.registry.add(entry);
     this.armExitHook();
-    this.watchdog?.startSoon(() => this.registry.liveCount() > 0);
     if (earlier.length === 0) this.launch(run);
     else {
       // The new run stays 'starting' until the trees it replaces are extinct.
       const launch = () => this.launch(run);
       cancelRuns(earlier, `replaced by ${id}`).then(launch, launch);
     }
+    // Counted from here, after the spawn: a first spawn() pays its module loads and the fork
+    // (20-30 ms on Node 20), and counted from the call the delay ran out before the command could
+    // end, so every short first run paid a watchdog's spawn (7-12 ms before its exit was heard).
+    this.watchdog?.startSoon(() => this.registry.liveCount() > 0);
     return run;
   }
 
