@@ -168,6 +168,49 @@ describe('ps process table (macOS/BSD)', () => {
     expect(calls).toHaveLength(2);
   });
 
+  it('getSoon: reads deferred in one window share a call; one let go is never read; a read made at once takes them along', async () => {
+    const lines = MACOS.split('\n');
+    const { runner, calls } = recorded((args) => {
+      if (args.includes('-A')) return { code: 0, stdout: MACOS };
+      const wanted = (args.at(-1) ?? '').split(',');
+      const rows = lines.filter((l) => wanted.includes(l.trim().split(/\s+/)[0] ?? ''));
+      return { code: rows.length === wanted.length ? 0 : 1, stdout: rows.join('\n') };
+    });
+    const table = new PsTable(runner);
+    // Let go before the window ends: no call at all.
+    const dropped = table.getSoon(9191, 5);
+    table.letGo(9191);
+    expect(await dropped).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(calls).toEqual([]);
+
+    // Two deferred in one window (the second joins the first's), one of them let go: one call.
+    const vim = table.getSoon(9191, 5);
+    const chrome = table.getSoon(4051, 5);
+    const gone = table.getSoon(4242, 5);
+    table.letGo(4051);
+    expect(await chrome).toBeUndefined();
+    expect((await vim)?.command).toBe('vim');
+    expect(await gone).toBeNull();
+    expect(calls).toEqual([['ps', '-ww', '-o', 'pid=,ppid=,pgid=,lstart=,stat=,comm=', '-p', '9191,4242']]);
+
+    // A read made at once takes the deferred along, and hurry() makes it now: one call each, no wait.
+    calls.length = 0;
+    const later = table.getSoon(9191, 60_000);
+    expect((await table.get(4051))?.pid).toBe(4051);
+    expect((await later)?.pid).toBe(9191);
+    const hurried = table.getSoon(9190, 60_000);
+    table.hurry(9190);
+    expect((await hurried)?.command).toBe('sleep');
+    expect(calls.map((c) => c.at(-1))).toEqual(['9191,4051', '9190']);
+  });
+
+  it('getSoon: a read that fails fails the deferred reads it answers', async () => {
+    const { runner } = recorded(() => ({ code: 2, stdout: '' }));
+    const table = new PsTable(runner);
+    await expect(table.getSoon(9191, 1)).rejects.toMatchObject({ code: 'UNSUPPORTED_PLATFORM' });
+  });
+
   it('ancestry is one snapshot: the chain up to (not including) PID 1, nearest first', async () => {
     const { runner, calls } = recorded(() => ({ code: 0, stdout: MACOS }));
     const table = new PsTable(runner);
@@ -266,10 +309,37 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
     const { sup, counter } = counted();
     const r = await sup.spawn({ argv: ['/bin/true'], containment: 'process-group' }).result;
     expect(r.reason).toBe('exit');
-    // The identity of the child (one call, shared by the journal). The leftover check needs no ps
-    // call when the run's group is empty and the root is all it remembers: a scan could find
-    // nothing (3 calls when it took one snapshot and its confirming rescan anyway).
-    expect(counter.calls).toBe(1);
+    // None. The identity of the child is read ROOT_READ_DELAY_MS after its spawn, and a root reaped
+    // sooner is let go unread (1 call when it was read at once, shared by the journal). The leftover
+    // check needs no ps call when the run's group is empty and the root is all it remembers: a scan
+    // could find nothing (3 calls when it took one snapshot and its confirming rescan anyway).
+    expect(counter.calls).toBe(0);
+  });
+
+  it("a run that outlives the window has its root read once (the journal's read shared); runs started together share that call", async () => {
+    const { sup, counter } = counted();
+    const handles = [1, 2, 3].map(() => sup.spawn({ argv: ['sleep', '0.5'], containment: 'process-group' }));
+    for (const h of handles) leaks.track(h.pid);
+    const results = await Promise.all(handles.map((h) => h.result));
+    expect(results.map((r) => r.reason)).toEqual(['exit', 'exit', 'exit']);
+    const reads = counter.args.filter((args) => !listing(args));
+    expect(reads).toHaveLength(1);
+    expect(pidsRead(reads[0] ?? [])).toBe(3);
+  });
+
+  it('a signal due within the window has the root read at once: the stop waits for no timer', async () => {
+    const { sup, counter } = counted();
+    const handle = sup.spawn({ argv: ['sleep', '30'], containment: 'process-group' });
+    leaks.track(handle.pid);
+    handle.cancel();
+    // Made by the next turn's check phase, not when the window's timer fires.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(counter.args).toEqual([['-ww', '-o', expect.any(String), '-p', String(handle.pid)]]);
+    const r = await handle.result;
+    expect(r.reason).toBe('cancelled');
+    expect(r.tree.signalled).toBe(1);
+    expect(pidsRead(counter.args[0] ?? [])).toBe(1);
+    expect(counter.args[0]?.at(-1)).toBe(String(handle.pid));
   });
 
   it('a leftover in the group is still found and ended, with the scans that takes', async () => {
@@ -295,6 +365,11 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
     const procfs = new ProcfsTable();
     await waitFor(() => procfs.listSync().filter((p) => p.pgid === handle.pid).length >= size, {
       what: `${size} processes`,
+    });
+    // The root's identity, read ROOT_READ_DELAY_MS after the spawn: counted from the calls that
+    // end the tree, it would be one more, made at once by the stop.
+    await waitFor(() => counter.args.some((args) => args.at(-1) === String(handle.pid)), {
+      what: "the root's identity read",
     });
     counter.calls = 0;
     counter.args.length = 0;

@@ -25,7 +25,7 @@ export { CgroupHost, type CgroupHostOptions, type CgroupProbe } from './cgroup-h
 export { clearParent, type ParentClearing } from './cgroup-parent.js';
 export { type ScanOutcome, scanUntilSure } from './confirm-empty.js';
 export { GroupOnlyContainment } from './group-only.js';
-export { TreeMembership } from './membership.js';
+export { ROOT_READ_DELAY_MS, TreeMembership } from './membership.js';
 export { NoContainment } from './none.js';
 export { ProcessGroupContainment } from './process-group.js';
 export type { Containment, LaunchPlan } from './types.js';

@@ -16,6 +16,13 @@ import { type ScanOutcome, scanUntilSure } from './confirm-empty.js';
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 
 /**
+ * How long a run's read of its root waits where every read is a process launch (ps): a command
+ * that ends sooner is not read at all (the run lets the read go), and the runs started meanwhile
+ * share one launch. A signal due sooner has it read at once.
+ */
+export const ROOT_READ_DELAY_MS = 20;
+
+/**
  * Who belongs to a run's tree, from one process-table snapshot: the members of its process group
  * (when it has one), every process seen as a member before and still the same process, the holders
  * of its environment cookie, every process in a session a member founded, and all their
@@ -45,6 +52,8 @@ export class TreeMembership {
    * that stands still whatever happens (an emulated /proc) would otherwise prove every scan.
    */
   private countMoves = false;
+  /** The pid whose identity attach is reading, until it has it. */
+  private reading: number | null = null;
 
   constructor(
     private readonly table: ProcessTable,
@@ -80,7 +89,16 @@ export class TreeMembership {
   }
 
   async attach(pid: number): Promise<void> {
-    this.root = await this.table.get(pid);
+    this.reading = pid;
+    // Deferred where the read is a launch (ps) and the run can do without it once the root is gone
+    // (see rootReaped): a command that ends sooner costs its run no read at all.
+    const root =
+      this.table.getSoon && this.canLetRootGo
+        ? await this.table.getSoon(pid, ROOT_READ_DELAY_MS)
+        : await this.table.get(pid);
+    if (root === undefined || this.reading !== pid) return; // let go: rootReaped() stood in
+    this.reading = null;
+    this.root = root;
     if (this.root) this.known.set(key(this.root), this.root);
     else if (this.useGroup && this.noCookieSearch) this.root = exitedLeader(pid);
     // The root was born after launchBirths was read: while the count reads one more, the root is
@@ -89,6 +107,27 @@ export class TreeMembership {
       const root = this.root && !isGone(this.root) ? [this.root] : [];
       this.proof = { births: this.launchBirths + 1, members: root };
     }
+  }
+
+  /**
+   * The root was reaped while attach still waited for its identity. Without a cookie search the
+   * read can add nothing to a scan: the root is gone, its children re-parented, and its group
+   * stands in for it, as when the read comes back after the exit. So the run need not wait for it,
+   * and a read not made yet is not made. Returns whether attach was let go.
+   */
+  rootReaped(): boolean {
+    const pid = this.reading;
+    if (pid === null || !this.canLetRootGo) return false;
+    this.reading = null;
+    this.root = exitedLeader(pid);
+    if (this.launchBirths !== null) this.proof = { births: this.launchBirths + 1, members: [] };
+    this.table.letGo?.(pid);
+    return true;
+  }
+
+  /** A signal is due: a deferred read of the root is made now (it joins a read made at once). */
+  identityNow(): void {
+    if (this.reading !== null) this.table.hurry?.(this.reading);
   }
 
   /** `onHolder`: called the moment a cookie holder is read (see EnvQuery.onHolder). */
@@ -205,6 +244,11 @@ export class TreeMembership {
   /** A table that cannot read environments (ps): its scans find no cookie holder. */
   private get noCookieSearch(): boolean {
     return !this.table.sweep && !this.table.findByEnv;
+  }
+
+  /** Whether a scan can do without the root's identity once it was reaped (see rootReaped). */
+  private get canLetRootGo(): boolean {
+    return this.useGroup && this.noCookieSearch;
   }
 
   /** The table and the cookie holders, in one pass where the table offers it. */

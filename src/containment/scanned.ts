@@ -38,6 +38,14 @@ export abstract class ScannedContainment implements Containment {
     return this.membership.attach(pid);
   }
 
+  rootReaped(): boolean {
+    return this.membership.rootReaped();
+  }
+
+  identityNow(): void {
+    this.membership.identityNow();
+  }
+
   members(scan?: MemberScan): Promise<ProcessInfo[]> {
     return this.membership.scan(scan?.stopOnSight ? (m) => this.deliverer.stopNow(m) : undefined);
   }

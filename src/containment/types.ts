@@ -29,6 +29,13 @@ export interface Containment extends KillTarget {
    */
   attach(pid: number, child?: ChildHandle): Promise<void>;
   /**
+   * The root was reaped (its exit heard) before attach resolved: whether attach was let go, its
+   * read adding nothing the run still needs. Absent: attach is always waited for.
+   */
+  rootReaped?(): boolean;
+  /** A signal is due: whatever attach still defers, it does now. Absent: attach defers nothing. */
+  identityNow?(): void;
+  /**
    * The run's root as recorded at attach and every member seen so far, each with the identity it
    * had then: what the host's exit hook may still reach, synchronously, after re-verifying it.
    */

@@ -1,3 +1,4 @@
+import { ROOT_READ_DELAY_MS } from '../containment/index.js';
 import type { Journal, RunRecord, StoppingRecord } from '../journal/index.js';
 import { selfIdentity } from '../journal/self.js';
 import type { ProcessTable } from '../tree/index.js';
@@ -80,9 +81,12 @@ export class RunJournal {
     const t = this.tracked.get(run.id);
     const pid = run.pid;
     if (!t || pid === undefined) return;
-    this.table.get(pid).then(
+    // Deferred as the run's own read is (ps): the same read serves both, and a command that ends
+    // before it is made is let go unread, its record about to be removed anyway.
+    const read = this.table.getSoon?.(pid, ROOT_READ_DELAY_MS) ?? this.table.get(pid);
+    read.then(
       (info) => {
-        if (t.done) return;
+        if (t.done || info === undefined) return;
         t.record = {
           ...t.record,
           supervisorStart: this.selfStart,

@@ -358,6 +358,7 @@ export class ManagedRun implements RunHandle {
     this.clearTimers();
     this.status = 'stopping';
     const { clock, table, onStopping } = this.deps;
+    this.hold.identityNow?.();
     this.termination = this.attached.then(() =>
       terminate(this.hold, {
         signal,
@@ -500,6 +501,8 @@ export class ManagedRun implements RunHandle {
     const { clock } = this.deps;
     try {
       if (!this.spawnError) {
+        // A root reaped before its identity was read (deferred, on ps) does not need that read.
+        if (this.exit && !this.termination && this.hold.rootReaped?.()) this.attached = Promise.resolve();
         await this.attached;
         if (!this.termination && this.exit) await this.handleLeftovers();
         if (this.termination) report = await this.termination;

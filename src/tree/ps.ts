@@ -16,6 +16,17 @@ interface Batch {
   rows: Promise<Map<number, ProcessInfo>>;
 }
 
+/** Reads deferred by getSoon: who waits for which pid, and the timer that will read them. */
+interface Deferred {
+  waiting: Map<number, Waiter[]>;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+interface Waiter {
+  resolve: (info: ProcessInfo | null | undefined) => void;
+  reject: (error: unknown) => void;
+}
+
 /**
  * The process table of macOS and the BSDs. Identity is the start time `lstart` prints (to the
  * second), the best those systems offer without native code. ps prints no session id there, so
@@ -31,6 +42,7 @@ export class PsTable implements ProcessTable {
   readonly name = 'ps';
   readonly batchesReads = true;
   private pending: Batch | null = null;
+  private deferred: Deferred | null = null;
 
   constructor(
     private readonly runner: CommandRunner = execRunner,
@@ -48,6 +60,58 @@ export class PsTable implements ProcessTable {
     const batch = this.batch();
     batch.pids.add(pid);
     return (await batch.rows).get(pid) ?? null;
+  }
+
+  /**
+   * A run's read of its root, which a command that ends within `ms` does not need (the run lets it
+   * go): deferred, it costs such a run no `ps` launch at all, and the reads of the runs started
+   * meanwhile share one launch. The window is the first deferred read's: later ones join it.
+   */
+  getSoon(pid: number, ms: number): Promise<ProcessInfo | null | undefined> {
+    if (!Number.isInteger(pid) || pid <= 0) return Promise.resolve(null);
+    // A read about to be made anyway takes it along for nothing.
+    if (this.pending) return this.get(pid);
+    return new Promise((resolve, reject) => {
+      this.deferred ??= { waiting: new Map(), timer: setTimeout(() => this.batch(), ms) };
+      // Nothing to hold the process open for: the command whose root it reads does that.
+      this.deferred.timer.unref?.();
+      const waiting = this.deferred.waiting;
+      waiting.set(pid, [...(waiting.get(pid) ?? []), { resolve, reject }]);
+    });
+  }
+
+  letGo(pid: number): void {
+    const deferred = this.deferred;
+    const waiters = deferred?.waiting.get(pid);
+    if (!deferred || !waiters) return;
+    deferred.waiting.delete(pid);
+    for (const { resolve } of waiters) resolve(undefined);
+    if (deferred.waiting.size === 0) {
+      clearTimeout(deferred.timer);
+      this.deferred = null;
+    }
+  }
+
+  hurry(pid: number): void {
+    if (this.deferred?.waiting.has(pid)) this.batch();
+  }
+
+  /** The deferred reads join `batch` (the window's end, or a read made at once before it). */
+  private takeDeferred(batch: Batch): void {
+    const deferred = this.deferred;
+    if (!deferred) return;
+    this.deferred = null;
+    clearTimeout(deferred.timer);
+    for (const pid of deferred.waiting.keys()) batch.pids.add(pid);
+    batch.rows.then(
+      (rows) => {
+        for (const [pid, waiters] of deferred.waiting)
+          for (const w of waiters) w.resolve(rows.get(pid) ?? null);
+      },
+      (error) => {
+        for (const waiters of deferred.waiting.values()) for (const w of waiters) w.reject(error);
+      },
+    );
   }
 
   groupHasMembers(pgid: number): boolean {
@@ -71,7 +135,10 @@ export class PsTable implements ProcessTable {
   }
 
   private batch(): Batch {
-    if (this.pending) return this.pending;
+    if (this.pending) {
+      this.takeDeferred(this.pending);
+      return this.pending;
+    }
     const batch: Batch = {
       pids: new Set(),
       all: false,
@@ -81,6 +148,7 @@ export class PsTable implements ProcessTable {
       }),
     };
     this.pending = batch;
+    this.takeDeferred(batch);
     return batch;
   }
 

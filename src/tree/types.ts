@@ -106,6 +106,18 @@ export interface ProcessTable {
    */
   readonly batchesReads?: boolean;
   /**
+   * get(pid), made within `ms` rather than at once: the reads deferred meanwhile share one, and one
+   * made at once by anyone (a get, a list) takes them all along. Resolves undefined when letGo(pid)
+   * came first: nobody needs the answer, and it is not read at all. Optional: offered by the tables
+   * whose every read is a process launch (ps), where the read a short command's run would make of
+   * its root is most of what the run costs.
+   */
+  getSoon?(pid: number, ms: number): Promise<ProcessInfo | null | undefined>;
+  /** The deferred reads of `pid` are not needed any more: each resolves undefined, unread. */
+  letGo?(pid: number): void;
+  /** The deferred read of `pid` is needed now: it is made at once (with the others deferred). */
+  hurry?(pid: number): void;
+  /**
    * How many tasks (processes and threads) the kernel has created since boot, read now; null when
    * it cannot be read. It only ever grows, so two equal reads prove that nothing was born in
    * between, anywhere on the machine: what a scan saw between them is all there is, minus what has
