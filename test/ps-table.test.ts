@@ -32,6 +32,18 @@ function recorded(answer: (args: readonly string[]) => { code: number | null; st
   return { runner, calls };
 }
 
+/** A recorded macOS ps: the listing, or the rows of the pids asked for with -p. */
+function recordedMacos() {
+  const lines = MACOS.split('\n');
+  return recorded((args) => {
+    if (args.includes('-A')) return { code: 0, stdout: MACOS };
+    const wanted = (args.at(-1) ?? '').split(',');
+    const rows = lines.filter((l) => wanted.includes(l.trim().split(/\s+/)[0] ?? ''));
+    // Like macOS ps: exit 1 when a listed pid does not exist, the others still printed.
+    return { code: rows.length === wanted.length ? 0 : 1, stdout: rows.join('\n') };
+  });
+}
+
 describe('ps process table (macOS/BSD)', () => {
   it('parses recorded macOS output: paths with spaces, one-digit hours, every state', () => {
     const rows = parsePs(MACOS);
@@ -138,14 +150,7 @@ describe('ps process table (macOS/BSD)', () => {
   });
 
   it('reads asked for in one turn share one ps call: a batched -p list, or the snapshot a list takes', async () => {
-    const lines = MACOS.split('\n');
-    const { runner, calls } = recorded((args) => {
-      if (args.includes('-A')) return { code: 0, stdout: MACOS };
-      const wanted = (args.at(-1) ?? '').split(',');
-      const rows = lines.filter((l) => wanted.includes(l.trim().split(/\s+/)[0] ?? ''));
-      // Like macOS ps: exit 1 when a listed pid does not exist, the others still printed.
-      return { code: rows.length === wanted.length ? 0 : 1, stdout: rows.join('\n') };
-    });
+    const { runner, calls } = recordedMacos();
     const table = new PsTable(runner);
     const [vim, chrome, none] = await Promise.all([table.get(9191), table.get(4051), table.get(4242)]);
     expect(vim).toMatchObject({ pid: 9191, command: 'vim', startTime: 'Mon Nov 30 0:02:08 2026' });
@@ -169,13 +174,7 @@ describe('ps process table (macOS/BSD)', () => {
   });
 
   it('getSoon: reads deferred in one window share a call; one let go is never read; a read made at once takes them along', async () => {
-    const lines = MACOS.split('\n');
-    const { runner, calls } = recorded((args) => {
-      if (args.includes('-A')) return { code: 0, stdout: MACOS };
-      const wanted = (args.at(-1) ?? '').split(',');
-      const rows = lines.filter((l) => wanted.includes(l.trim().split(/\s+/)[0] ?? ''));
-      return { code: rows.length === wanted.length ? 0 : 1, stdout: rows.join('\n') };
-    });
+    const { runner, calls } = recordedMacos();
     const table = new PsTable(runner);
     // Let go before the window ends: no call at all.
     const dropped = table.getSoon(9191, 5);
