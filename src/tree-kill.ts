@@ -24,7 +24,7 @@ export function treeKill(
   pidArg: number,
   signalArg?: string | number | TreeKillCallback,
   callbackArg?: TreeKillCallback,
-): void {
+): unknown {
   let signal = signalArg;
   let callback = callbackArg;
   if (typeof signal === 'function' && callback === undefined) {
@@ -35,20 +35,23 @@ export function treeKill(
     throw new ProcwardenError('INVALID_OPTION', 'the tree-kill callback must be a function, or left out.');
   }
   // What tree-kill does with its argument, so that '1234' and 1234.0 keep working.
-  // A number whose text is no integer (1e21, 1e-7) would parse as another pid (1): refused as it is.
-  const pid =
-    typeof pidArg === 'number' && /e/i.test(String(pidArg))
-      ? Number.NaN
-      : Number.parseInt(String(pidArg), 10);
+  const parsed = Number.parseInt(String(pidArg), 10);
+  if (Number.isNaN(parsed)) {
+    // As tree-kill (NaN and Infinity included): the callback is called at once, before treeKill
+    // returns, and what it returns is returned; thrown without one.
+    const error = new Error('pid must be a number');
+    if (!callback) throw error;
+    return callback(error);
+  }
+  // A number whose text is no integer (1e21, 1e-7) parses as another pid (1): refused below.
+  const pid = typeof pidArg === 'number' && /e/i.test(String(pidArg)) ? Number.NaN : parsed;
   let name: NodeJS.Signals | 0;
   try {
     if (Number.isNaN(pid)) {
-      if (typeof pidArg === 'number')
-        throw new ProcwardenError(
-          'INVALID_PID',
-          `pid ${pidArg} is not a valid process id; give a whole number from 1 to ${MAX_PID}.`,
-        );
-      throw new Error('pid must be a number');
+      throw new ProcwardenError(
+        'INVALID_PID',
+        `pid ${pidArg} is not a valid process id; give a whole number from 1 to ${MAX_PID}.`,
+      );
     }
     // Node's process.kill reads a falsy signal as SIGTERM and 0 as "does it exist?"; so does this.
     name = signal === 0 ? 0 : normalizeSignal(signal || 'SIGTERM', 'tree-kill signal');

@@ -1,10 +1,14 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProcwardenError } from '../src/index.js';
 import treeKill, { treeKill as named } from '../src/tree-kill.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+
+// The package procwarden/tree-kill replaces, for the comparisons that are safe to run.
+const realTreeKill = createRequire(import.meta.url)('tree-kill') as (...a: unknown[]) => unknown;
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
@@ -126,6 +130,42 @@ describe('procwarden/tree-kill: tree-kill’s call, procwarden’s sequence', ()
     const { error } = await callTreeKill('abc' as unknown as number);
     expect(error?.message).toBe('pid must be a number');
     expect(() => treeKill('abc' as unknown as number)).toThrow('pid must be a number');
+  });
+
+  it('when the callback runs, with what: as the real tree-kill 1.2.2 does it', async () => {
+    /** Calls `kill`; says whether the callback ran before it returned, with what, and what it returned. */
+    const when = async (kill: (...a: unknown[]) => unknown, pid: unknown) => {
+      let returned = false;
+      let seen: { sync: boolean; error: string | null } | undefined;
+      const result = kill(pid, (error?: Error) => {
+        seen = { sync: !returned, error: error ? `${error.constructor.name}: ${error.message}` : null };
+        return 'from the callback';
+      });
+      returned = true;
+      await waitFor(() => seen !== undefined, { what: `the callback for pid ${String(pid)}` });
+      return { ...seen, result: seen?.sync ? result : undefined };
+    };
+    // Only pids that are no number go to the real one: given 0, -1 or 1.5 it signals a process
+    // group, every process (kill(-1)) or PID 1.
+    for (const pid of [Number.NaN, 'abc', Number.POSITIVE_INFINITY, undefined, '']) {
+      const theirs = await when(realTreeKill, pid);
+      expect(theirs).toEqual({
+        sync: true,
+        error: 'Error: pid must be a number',
+        result: 'from the callback',
+      });
+      expect(await when(treeKill as never, pid)).toEqual(theirs);
+      expect(() => treeKill(pid as number)).toThrow('pid must be a number');
+    }
+    // A pid as a string ('123'): both read the table first, so the callback comes later.
+    const { pid } = await startTree('parent-exits.sh');
+    expect(await when(treeKill as never, String(pid))).toEqual({
+      sync: false,
+      error: null,
+      result: undefined,
+    });
+    // Those tree-kill would go on with (it lists children with ps first): later too, as a refusal.
+    for (const bad of [0, -1, 1.5]) expect((await when(treeKill as never, bad)).sync).toBe(false);
   });
 
   it('an unknown signal is an error, before anything is signalled', async () => {
