@@ -5,7 +5,10 @@ export const DEFAULT_MAX_LINE_CHARS = 4 * 1024 * 1024;
 
 /** What comes with every 'line' event. */
 export interface LineInfo {
-  /** The line was longer than maxLineChars: the event carries its first maxLineChars characters. */
+  /**
+   * The line was longer than maxLineChars: the event carries its first maxLineChars characters, or
+   * one fewer where the cut would split a surrogate pair.
+   */
   truncated: boolean;
   /** Characters the line had as written (without its newline), whether or not it was cut. */
   length: number;
@@ -79,6 +82,12 @@ export class LineSplitter {
     const length = p.endsWithCR ? p.length - 1 : p.length;
     const line = p.pieces.join('');
     const truncated = length > this.maxChars;
-    return [line.slice(0, Math.min(length, this.maxChars)), { truncated, length }];
+    // A cut between the two halves of a surrogate pair (an emoji) keeps neither: a lone half
+    // would come out as U+FFFD, or fail to encode, wherever the line goes next.
+    let end = Math.min(length, this.maxChars);
+    if (truncated && isHighSurrogate(line.charCodeAt(end - 1))) end--;
+    return [line.slice(0, end), { truncated, length }];
   }
 }
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;

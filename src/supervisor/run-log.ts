@@ -24,22 +24,25 @@ export class RunLog {
     }
     this.chunks.push(text);
     this.size += text.length;
-    while (this.size > this.maxChars) {
+    if (this.size <= this.maxChars) return;
+    this.dropFront(this.size - this.maxChars);
+    // Never keep the second half of a surrogate pair whose first half was dropped: it may sit in
+    // the same chunk as the cut, or start the next one (a pair split between two pushes).
+    const front = this.chunks[0];
+    if (front !== undefined && isLowSurrogate(front.charCodeAt(0))) this.dropFront(1);
+  }
+
+  /** Drops the oldest `count` characters. */
+  private dropFront(count: number): void {
+    let excess = count;
+    while (excess > 0) {
       const first = this.chunks[0] as string;
-      const excess = this.size - this.maxChars;
-      if (first.length <= excess) {
-        this.chunks.shift();
-        this.size -= first.length;
-        this.start += first.length;
-      } else {
-        // Never keep half of a surrogate pair at the front.
-        let cut = excess;
-        const code = first.charCodeAt(cut);
-        if (code >= 0xdc00 && code <= 0xdfff) cut++;
-        this.chunks[0] = first.slice(cut);
-        this.size -= cut;
-        this.start += cut;
-      }
+      const cut = Math.min(excess, first.length);
+      if (cut === first.length) this.chunks.shift();
+      else this.chunks[0] = first.slice(cut);
+      this.size -= cut;
+      this.start += cut;
+      excess -= cut;
     }
   }
 
@@ -60,3 +63,5 @@ export class RunLog {
     return { text, cursor: end, dropped };
   }
 }
+
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
