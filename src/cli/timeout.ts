@@ -1,6 +1,6 @@
 import { realClock, type TimerHandle } from '../clock.js';
 import { isProcwardenError } from '../errors.js';
-import { DEFAULT_GRACE_MS, normalizeSignal } from '../options/index.js';
+import { DEFAULT_GRACE_MS, killable } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { isGone, platformTable } from '../tree/index.js';
 import type { RunHandle, RunResult } from '../types.js';
@@ -12,6 +12,7 @@ import { TIMEOUT_HELP, timeoutVersion } from './help.js';
 import { inheritedFds } from './inherited-fds.js';
 import { onStopSignals } from './signals.js';
 import { timeoutDurationMs } from './timeout-duration.js';
+import { timeoutSignal as parseTimeoutSignal, type TimeoutSignal } from './timeout-signal.js';
 import { packageVersion } from './version.js';
 import { sayNow, writeNow } from './write-now.js';
 
@@ -52,26 +53,10 @@ function duration(text: string): number {
   return Number.isFinite(ms) ? ms : 0;
 }
 
-/** What -s says; 0 (coreutils' "EXIT") sends nothing: only -k's SIGKILL, if any, follows. */
-type TimeoutSignal = NodeJS.Signals | 0;
-
 function signal(text: string): TimeoutSignal {
-  if (/^(0+|(sig)?exit)$/i.test(text)) return 0;
-  if (/^(sig)?cld$/i.test(text)) return 'SIGCHLD'; // System V's name, which gnulib's table keeps
-  try {
-    return normalizeSignal(/^\d+$/.test(text) ? String(fromStatus(Number(text))) : text);
-  } catch {
-    throw new UsageError(`'${text}': invalid signal`, EXIT_FAILED);
-  }
-}
-
-/**
- * A number as coreutils reads it, which takes a shell's `$?` of a killed command (137) for the
- * signal that killed it (9): WTERMSIG of a number that WIFSIGNALED calls a signal's status.
- */
-function fromStatus(n: number): number {
-  const low = n & 0x7f;
-  return Number.isSafeInteger(n) && low !== 0 && low !== 0x7f ? low : n;
+  const sig = parseTimeoutSignal(text);
+  if (sig === null) throw new UsageError(`'${text}': invalid signal`, EXIT_FAILED);
+  return sig;
 }
 
 /** As coreutils names them in its -v lines: signal 0 is `EXIT` (gnulib's sig2str). */
@@ -137,7 +122,7 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const untouched = () => supervisor.get(handle.id)?.reason === null;
   const signalCommand = (sig: NodeJS.Signals) => {
     // The direct child is not reaped before its exit event, so its pid cannot have been reused.
-    if (running() && handle.pid !== undefined) process.kill(handle.pid, sig);
+    if (running() && handle.pid !== undefined) process.kill(handle.pid, killable(sig));
   };
   const killNow = () => {
     if (!running()) return;

@@ -1,3 +1,4 @@
+import { killable } from '../options/index.js';
 import { BLIND_START, exists, type ProcessInfo } from '../tree/index.js';
 import type { Containment, LaunchPlan } from './types.js';
 
@@ -57,7 +58,7 @@ export class GroupOnlyContainment implements Containment {
     const pid = this.pid;
     if (pid === undefined || members.length === 0) return [];
     try {
-      process.kill(this.group ? -pid : pid, signal);
+      process.kill(this.group ? -pid : pid, killable(signal));
       if (signal === 'SIGKILL') this.killSent = true;
       return members;
     } catch (error) {

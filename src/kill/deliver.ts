@@ -1,3 +1,4 @@
+import { killable } from '../options/index.js';
 import { type ProcessInfo, type ProcessTable, stillAlive } from '../tree/index.js';
 import type { Guard } from './guard.js';
 
@@ -7,7 +8,7 @@ export type SendSignal = (pid: number, signal: NodeJS.Signals) => void;
 export type Delivery = 'sent' | 'gone' | 'forbidden' | 'denied';
 
 export const defaultSend: SendSignal = (pid, signal) => {
-  process.kill(pid, signal);
+  process.kill(pid, killable(signal));
 };
 
 /** Signals processes by identity: the (pid, start time) recorded in a snapshot is re-read first. */

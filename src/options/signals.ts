@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import { ProcwardenError, showValue } from '../errors.js';
+import { realtimeName, realtimeNumber } from './realtime.js';
 
 const SIGNALS = constants.signals as Record<string, number>;
 
@@ -13,6 +14,8 @@ export function normalizeSignal(value: unknown, what = 'signal'): NodeJS.Signals
     const upper = value.toUpperCase();
     const name = upper.startsWith('SIG') ? upper : `SIG${upper}`;
     if (name in SIGNALS) return name as NodeJS.Signals;
+    const realtime = realtimeName(realtimeNumber(value) ?? 0);
+    if (realtime) return realtime;
   }
   throw new ProcwardenError(
     'INVALID_SIGNAL',
@@ -22,9 +25,9 @@ export function normalizeSignal(value: unknown, what = 'signal'): NodeJS.Signals
 
 export function signalName(num: number): NodeJS.Signals | undefined {
   for (const [name, n] of Object.entries(SIGNALS)) if (n === num) return name as NodeJS.Signals;
-  return undefined;
+  return realtimeName(num);
 }
 
 export function signalNumber(name: string): number {
-  return SIGNALS[name] ?? 0;
+  return SIGNALS[name] ?? realtimeNumber(name) ?? 0;
 }
