@@ -1,5 +1,7 @@
+import { tty } from '../lazy-builtins.js';
 import { MAX_PTY_CELLS } from '../options/index.js';
 import type { PtyOptions, RunHandle } from '../types.js';
+import { onJobControl } from './job-control.js';
 
 /** How `procwarden run --pty` connects procwarden's own stdin and window to the command's terminal. */
 export interface PtyConnection {
@@ -46,15 +48,33 @@ export function connectPty(): PtyConnection {
       };
       // Raw mode outlives us unless undone: 'exit' also runs after an uncaught exception and
       // process.exit(); a stop signal ends the run, whose end calls detach().
-      const restore = () => {
+      const rawMode = (on: boolean) => {
         if (!stdin.isTTY) return;
         try {
-          stdin.setRawMode(false);
+          stdin.setRawMode(on);
         } catch {
-          // Our terminal was hung up (its window closed, SIGHUP): there is no mode left to restore.
+          // Our terminal was hung up (its window closed, SIGHUP): there is no mode left to set.
         }
       };
+      const restore = () => rawMode(false);
       if (stdin.isTTY) stdin.setRawMode(true);
+      // Without a terminal on either side there is nothing to give back or to measure.
+      const endJobControl = !(stdin.isTTY || window)
+        ? () => {}
+        : onJobControl({
+            release: restore,
+            reclaim() {
+              // Node skips a switch to the mode it believes set, and after a SIGSTOP the shell may
+              // have put the terminal back in its own mode meanwhile.
+              if (stdin.isTTY && stdin.isRaw) restore();
+              rawMode(true);
+              // A window changed while we were stopped sent its SIGWINCH to the shell, not to us, and
+              // Node only asks the terminal for its size on one: its 'resize' then tells the command.
+              // Not once the terminal has hung up: the stream would emit an 'error' that `run` takes
+              // for a failed write of the output.
+              if (window && tty().isatty(1)) process.kill(process.pid, 'SIGWINCH');
+            },
+          });
       process.on('exit', restore);
       window?.on('resize', resized);
       stdin.on('data', typed);
@@ -63,6 +83,7 @@ export function connectPty(): PtyConnection {
       return () => {
         if (!attached) return;
         attached = false;
+        endJobControl();
         restore();
         process.off('exit', restore);
         window?.off('resize', resized);
