@@ -312,6 +312,8 @@ describe('installSignalHandlers', () => {
       [{ signals: ['SIGKILL'] }, 'INVALID_SIGNAL'],
       [{ signals: ['SIGSTOP'] }, 'INVALID_SIGNAL'],
       [{ signals: ['SIGFOO'] }, 'INVALID_SIGNAL'],
+      // A real-time signal is a run's killSignal on Linux, but Node cannot listen to one.
+      [{ signals: ['SIGRTMIN+1'] }, 'INVALID_SIGNAL'],
       [{ signals: 'SIGINT' }, 'INVALID_SIGNAL'],
       // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
       [{ signals: [, 'SIGINT'] }, 'INVALID_SIGNAL'],

@@ -14,5 +14,5 @@ export {
   OUTER_COOKIES_NAME,
   oneOf,
 } from './normalize.js';
-export { killable, RT_MAX, RT_MIN, realtimeName } from './realtime.js';
+export { killable, RT_MAX, RT_MIN, realtimeName, realtimeNumber } from './realtime.js';
 export { normalizeSignal, signalName, signalNumber } from './signals.js';

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import type { LaunchPlan } from '../containment/index.js';
 import { childProcess } from '../lazy-builtins.js';
-import { checkInput } from '../options/index.js';
+import { checkInput, killable } from '../options/index.js';
 import type { RunStdin, StreamName } from '../types.js';
 import { spawnSealed } from './pty-masters.js';
 import type { LaunchEvents, Launched, LaunchOptions } from './types.js';
@@ -67,7 +67,8 @@ export function launchChild(plan: LaunchPlan, options: LaunchOptions, events: La
       for (const s of streams) s.destroy();
       child.stdin?.destroy();
     },
-    kill: (signal) => child.kill(signal),
+    // By number for a real-time signal, which ChildProcess.kill refuses by name.
+    kill: (signal) => child.kill(signal === undefined ? signal : killable(signal)),
   };
 }
 

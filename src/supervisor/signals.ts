@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 import { ProcwardenError } from '../errors.js';
-import { checkDuration, elements, normalizeSignal } from '../options/index.js';
+import { checkDuration, elements, normalizeSignal, realtimeNumber } from '../options/index.js';
 import type { ShutdownOptions } from '../types.js';
 
 export interface Stoppable {
@@ -185,6 +185,13 @@ function checkHandlerOptions(options: SignalHandlerOptions): SignalHandlerOption
       throw new ProcwardenError(
         'INVALID_SIGNAL',
         `installSignalHandlers: ${name} cannot be caught by any process.`,
+      );
+    }
+    // Node has no listener for a real-time signal: process.on would take it and never fire.
+    if (realtimeNumber(name) !== undefined) {
+      throw new ProcwardenError(
+        'INVALID_SIGNAL',
+        `installSignalHandlers: Node cannot listen to ${name} (a real-time signal); pass signals Node names, e.g. 'SIGTERM'.`,
       );
     }
   }

@@ -1,0 +1,58 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createPtyLauncher } from '../src/spawn/index.js';
+import { Supervisor } from '../src/supervisor/supervisor.js';
+import type { RunSpec } from '../src/types.js';
+import { cgroupSkipReason } from './helpers/cgroups.js';
+import { LeakGuard, waitFor } from './helpers/procs.js';
+
+// Node names no real-time signal (os.constants.signals stops at 31), yet `timeout -s 44` makes one
+// a run's killSignal: every path that sends it must send it by number, none may throw.
+const leaks = new LeakGuard();
+afterEach(() => leaks.check());
+
+function ptySkipReason(): string | null {
+  try {
+    createPtyLauncher().preflight?.();
+    return null;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+const linux = process.platform === 'linux' ? null : 'real-time signals are Linux only here';
+const cases: [RunSpec['containment'], 'child' | 'pty', string | null][] = [
+  ['process-group', 'child', linux],
+  ['none', 'child', linux],
+  ['cgroup', 'child', linux ?? cgroupSkipReason()],
+  ['process-group', 'pty', linux ?? ptySkipReason()],
+];
+
+describe('a real-time killSignal (SIGRTMIN+1)', () => {
+  for (const [containment, mode, skip] of cases) {
+    it.skipIf(skip !== null)(
+      `reaches a trap in ${containment} containment, ${mode} mode${skip ? ` (skipped: ${skip})` : ''}`,
+      async () => {
+        const sup = new Supervisor({ watchdog: false });
+        try {
+          const handle = sup.spawn({
+            argv: ['bash', '-c', 'trap "echo got; exit 7" RTMIN+1; echo ready; while :; do sleep 0.05; done'],
+            containment,
+            mode,
+            killSignal: 'SIGRTMIN+1' as NodeJS.Signals,
+            graceMs: 10_000,
+          });
+          leaks.track(handle.pid);
+          await waitFor(() => sup.read(handle.id).text.includes('ready'), { what: 'the trap set' });
+          handle.cancel();
+          const r = await handle.result;
+          expect(r.reason).toBe('cancelled');
+          expect(r.exitCode).toBe(7);
+          expect(r.escalated).toBe(false);
+          expect(sup.read(handle.id).text).toContain('got');
+        } finally {
+          await sup.shutdown({ graceMs: 0 });
+        }
+      },
+    );
+  }
+});
