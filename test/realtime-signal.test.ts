@@ -1,23 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPtyLauncher } from '../src/spawn/index.js';
 import { Supervisor } from '../src/supervisor/supervisor.js';
 import type { RunSpec } from '../src/types.js';
 import { cgroupSkipReason } from './helpers/cgroups.js';
 import { LeakGuard, waitFor } from './helpers/procs.js';
+import { ptySkipReason } from './helpers/pty.js';
 
 // Node names no real-time signal (os.constants.signals stops at 31), yet `timeout -s 44` makes one
 // a run's killSignal: every path that sends it must send it by number, none may throw.
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
-
-function ptySkipReason(): string | null {
-  try {
-    createPtyLauncher().preflight?.();
-    return null;
-  } catch (error) {
-    return (error as Error).message;
-  }
-}
 
 const linux = process.platform === 'linux' ? null : 'real-time signals are Linux only here';
 const cases: [RunSpec['containment'], 'child' | 'pty', string | null][] = [

@@ -1,12 +1,12 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createPtyLauncher } from '../src/spawn/index.js';
 import { Supervisor } from '../src/supervisor/supervisor.js';
 import { Watchdog } from '../src/watchdog/launch.js';
 import { cgroupSkipReason } from './helpers/cgroups.js';
 import { type Host, journalFiles, startHost } from './helpers/host.js';
 import { alive, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { ptySkipReason } from './helpers/pty.js';
 
 const leaks = new LeakGuard();
 const madeCgroups: string[] = [];
@@ -30,15 +30,6 @@ afterEach(async () => {
 const GRACE = 500;
 /** Loose: catches a watchdog that never acts; the real figures are in bench/watchdog.mjs. */
 const BOUND = GRACE + 15_000;
-
-function ptySkipReason(): string | null {
-  try {
-    createPtyLauncher().preflight?.();
-    return null;
-  } catch (error) {
-    return (error as Error).message;
-  }
-}
 
 interface Ready {
   supervisorId: string;
