@@ -37,8 +37,14 @@ function shellInTmux(dir: string) {
     tmux,
     screen,
     type: (...keys: string[]) => tmux('send-keys', '-t', 'pw', ...keys),
-    shows: (text: string) =>
-      waitFor(() => screen().includes(text), { what: `${JSON.stringify(text)} on screen` }),
+    shows: async (text: string) => {
+      try {
+        await waitFor(() => screen().includes(text), { what: `${JSON.stringify(text)} on screen` });
+      } catch (error) {
+        // What the screen showed instead is what tells a failure's cause.
+        throw new Error(`${(error as Error).message}; the screen:\n${screen()}`);
+      }
+    },
     /** The terminal's settings as the shell sees them, from a command typed at its prompt. */
     settings: async (name: string) => {
       tmux(
@@ -126,6 +132,10 @@ describe.skipIf(!hasTmux)('procwarden run --pty stopped and continued from a she
       const { before, cli, main } = await startRun(t, dir);
       process.kill(cli, 'SIGTSTP');
       await waitFor(() => state(cli) === 'T', { what: 'procwarden stopped' });
+      // As a user at the prompt would: once the shell has seen the stop. Continued before the
+      // shell's waitpid, the stop is never reported to it, the job ends as a foreground one, and
+      // `wait %1` finds no job (a loaded machine did that).
+      await t.shows('Stopped');
       process.kill(cli, 'SIGTERM');
       process.kill(cli, 'SIGCONT');
       // Continued in the background, it used to stop again (SIGTTOU) taking the terminal back.
