@@ -33,10 +33,12 @@ const library = { name: 'procwarden', test: /[\\/]src[\\/](?!cli[\\/])/, priorit
 // The CLI: each command in its own chunk, loaded only when named; option parsing apart, for the
 // commands; and what the code cache needs before it can cache anything (the directory trust check,
 // mkdir -p), which must not pull the library in: what loads before the cache is on is not cached.
+// tree-kill.ts stays out of the library chunk here: the CLI never runs it, and its CommonJS entry
+// (below) holds it.
 const cliGroups = [
   { name: 'trust', test: /[\\/]src[\\/](journal[\\/]trust|make-dirs)\.ts/, priority: 3 },
   { name: 'options', test: /[\\/]src[\\/](options[\\/]|errors\.ts)/, priority: 2 },
-  library,
+  { ...library, test: /[\\/]src[\\/](?!cli[\\/]|tree-kill\.ts)/ },
 ];
 
 export default defineConfig([
@@ -59,14 +61,19 @@ export default defineConfig([
   },
   {
     ...shared,
-    input: { 'cli/main': 'src/cli/main.ts' },
+    // dist/cjs/tree-kill-commonjs.cjs: procwarden/tree-kill for the Node releases whose require()
+    // cannot load an ES module; dist/cjs/tree-kill.cjs (tsc's, from src/cjs/tree-kill.cts) loads
+    // it only there. Built here, it shares the CLI's chunks: no second copy of the library ships.
+    input: { 'cli/main': 'src/cli/main.ts', 'cjs/tree-kill-commonjs': 'src/tree-kill.ts' },
     output: {
       dir: 'dist',
       format: 'cjs',
       // The ES module build is strict by definition; a CommonJS one only if it says so.
       strict: true,
       sourcemap: true,
-      entryFileNames: '[name].js',
+      entryFileNames: (chunk) => (chunk.name === 'cli/main' ? '[name].js' : '[name].cjs'),
+      // exports.treeKill, exports.default: what the entry above takes is named.
+      exports: 'named',
       chunkFileNames: 'cjs/[name]-[hash].cjs',
       ...ascii,
       advancedChunks: { groups: cliGroups },

@@ -26,9 +26,20 @@ try {
     .filter((f) => /\.c?js$/.test(f) && readFileSync(f).some((byte) => byte > 0x7f));
   if (wide.length > 0) throw new Error(`not ASCII: ${wide.join(', ')} (see rolldown.config.mjs)`);
   run('npx', ['publint', '--strict']);
-  // An ES module by design: CommonJS callers require() it (Node 20.19+, 22.12+, 24) or await
-  // import() it. The one rule that reports exactly that is the only one ignored.
-  run('npx', ['attw', join(dir, packed.filename), '--ignore-rules', 'cjs-resolves-to-esm']);
+  const tarball = join(dir, packed.filename);
+  // procwarden/tree-kill is tree-kill's drop-in, so CommonJS gets it whole: its own entry and
+  // `export =` types (src/cjs/tree-kill.cts). Checked with no rule ignored.
+  run('npx', ['attw', tarball, '--entrypoints', 'tree-kill']);
+  // The rest is an ES module by design: CommonJS callers require() it (Node 20.19+, 22.12+, 24) or
+  // await import() it. The one rule that reports exactly that is the only one ignored, there only.
+  run('npx', [
+    'attw',
+    tarball,
+    '--exclude-entrypoints',
+    'tree-kill',
+    '--ignore-rules',
+    'cjs-resolves-to-esm',
+  ]);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,11 +21,16 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
 
   /** Runs an ES module script written into the prefix (so it imports the installed package) with
    * a journal of its own; returns what it printed, parsed as JSON. */
-  const runScript = async (name: string, lines: string[], env: Record<string, string | undefined> = {}) => {
+  const runScript = async (
+    name: string,
+    lines: string[],
+    env: Record<string, string | undefined> = {},
+    nodeArgs: string[] = [],
+  ) => {
     const script = join(prefix, name);
     writeFileSync(script, lines.join('\n'));
     const stateDir = makeTmp('pw-pack-state-');
-    const { stdout } = await exec(process.execPath, [script], {
+    const { stdout } = await exec(process.execPath, [...nodeArgs, script], {
       cwd: prefix,
       env: { ...process.env, PROCWARDEN_STATE_DIR: stateDir, ...env },
     }).finally(() => rmSync(stateDir, { recursive: true, force: true }));
@@ -92,6 +97,115 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
       '});',
     ]);
     expect(printed).toEqual({ kill: 'function', error: null, Supervisor: 'function', run: 'function' });
+  });
+
+  // What tree-kill's users write, checked by the installed tsc against the installed package:
+  // `import kill = require(...)` wherever the file is CommonJS (tree-kill's own types are
+  // `export = treeKill`), a default import where it is an ES module. Before the CommonJS types,
+  // commonjs and preserve saw the module namespace (TS2349, not callable) and node16 refused the
+  // require of an ES module (TS1471).
+  const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
+  const CALL = [
+    "kill(pid, 'SIGTERM', (err) => {",
+    '  const seen: Error | undefined = err;',
+    '  void seen;',
+    '});',
+  ];
+  const viaRequire = [
+    "import kill = require('procwarden/tree-kill');",
+    'declare const pid: number;',
+    '// The callback type, under the export = namespace.',
+    'const callback: kill.TreeKillCallback = () => {};',
+    'kill(pid, callback);',
+    ...CALL,
+  ];
+  const viaImport = ["import kill from 'procwarden/tree-kill';", 'declare const pid: number;', ...CALL];
+  const typeChecks: [string, Record<string, string>, Record<string, string[]>][] = [
+    ['commonjs', { module: 'commonjs' }, { 'require.ts': viaRequire }],
+    ['node16', { module: 'node16' }, { 'require.ts': viaRequire, 'import.mts': viaImport }],
+    ['nodenext', { module: 'nodenext' }, { 'require.cts': viaRequire, 'import.mts': viaImport }],
+    [
+      'preserve + bundler',
+      { module: 'preserve', moduleResolution: 'bundler' },
+      { 'require.ts': viaRequire, 'import.ts': viaImport },
+    ],
+  ];
+  it.each(typeChecks)(
+    'tsc --module %s: procwarden/tree-kill is callable, as tree-kill is',
+    async (label, options, files) => {
+      const dir = join(prefix, `tsc-${label.replace(/\W+/g, '-')}`);
+      mkdirSync(dir, { recursive: true });
+      // CommonJS .ts files (the prefix is type module), no @types: the package's types stand alone.
+      writeFileSync(join(dir, 'package.json'), '{ "type": "commonjs" }\n');
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: { ...options, strict: true, noEmit: true, types: [], skipLibCheck: false },
+          files: Object.keys(files),
+        }),
+      );
+      for (const [name, lines] of Object.entries(files)) writeFileSync(join(dir, name), lines.join('\n'));
+      const checked = await exec(TSC, ['-p', dir], { cwd: dir }).then(
+        () => 'no errors',
+        (error: { stdout?: string }) => error.stdout ?? String(error),
+      );
+      expect(checked).toBe('no errors');
+    },
+  );
+
+  // require() from CommonJS as Node runs it by default, and as the Node 20 and 22 releases without
+  // require(esm) do (--no-experimental-require-module stands in for them): the function itself,
+  // which ends a `sleep` this script started; the files loaded say which path was taken.
+  const requireAndKill = (report: string[]) => [
+    "const kill = require('procwarden/tree-kill');",
+    "const sleep = require('node:child_process').spawn('sleep', ['30'], { stdio: 'ignore' });",
+    "const exited = new Promise((resolve) => sleep.on('exit', (code, signal) => resolve(signal)));",
+    "process.on('exit', () => sleep.kill('SIGKILL'));",
+    "const files = Object.keys(require.cache).map((f) => f.split(/[\\\\/]/).slice(-2).join('/'));",
+    "kill(sleep.pid, 'SIGTERM', async (error) => {",
+    // The callback comes once the tree is extinct; Node's exit event once it reaped its child.
+    "  const signal = await Promise.race([exited, new Promise((r) => setTimeout(r, 5000, 'running').unref())]);",
+    '  const seen = { kill: typeof kill, error: error ?? null, pid: sleep.pid, signal, files };',
+    ...report,
+    '});',
+  ];
+  const requireModuleOn = process.features.require_module === true;
+  // Node 20.19+, 22.10+ and 24 know the flag; before, require(esm) is off already.
+  const withoutRequireModule = requireModuleOn ? ['--no-experimental-require-module'] : [];
+
+  it.skipIf(!requireModuleOn)(
+    "require('procwarden/tree-kill') from a .cjs file: the ES module's own function where require() loads one",
+    async () => {
+      const printed = await runScript(
+        'require-kill.cjs',
+        requireAndKill([
+          "  const { ProcwardenError } = require('procwarden');",
+          '  kill(1, (refused) => {',
+          '    console.log(JSON.stringify({ ...seen, sameClass: refused instanceof ProcwardenError }));',
+          '  });',
+        ]),
+      );
+      expect(printed).toMatchObject({ kill: 'function', error: null, signal: 'SIGTERM' });
+      expect(alive(printed.pid)).toBe(false);
+      expect(printed.files).toContain('cjs/tree-kill.cjs');
+      // One copy of procwarden: the error it reports is require('procwarden')'s class.
+      expect(printed.files).not.toContain('cjs/tree-kill-commonjs.cjs');
+      expect(printed.sameClass).toBe(true);
+    },
+  );
+
+  it("require('procwarden/tree-kill') where require() cannot load an ES module: its CommonJS build", async () => {
+    const printed = await runScript(
+      'require-kill-commonjs.cjs',
+      requireAndKill(['  console.log(JSON.stringify(seen));']),
+      {},
+      withoutRequireModule,
+    );
+    expect(printed).toMatchObject({ kill: 'function', error: null, signal: 'SIGTERM' });
+    expect(alive(printed.pid)).toBe(false);
+    expect(printed.files).toEqual(
+      expect.arrayContaining(['cjs/tree-kill.cjs', 'cjs/tree-kill-commonjs.cjs']),
+    );
   });
 
   it('importing it loads no child_process, net or tty; the first run does', async () => {
