@@ -46,4 +46,27 @@ describe('a real-time killSignal (SIGRTMIN+1)', () => {
       },
     );
   }
+
+  it.skipIf(linux !== null)(
+    'a command it kills: Node says exit 0; the result says that may be the signal',
+    async () => {
+      const sup = new Supervisor({ watchdog: false });
+      try {
+        const handle = sup.spawn({
+          argv: ['sleep', '30'],
+          containment: 'process-group',
+          killSignal: 'SIGRTMIN+1' as NodeJS.Signals,
+        });
+        leaks.track(handle.pid);
+        handle.cancel();
+        const r = await handle.result;
+        expect(r.reason).toBe('cancelled');
+        // What Node reports for a death by a signal it has no name for.
+        expect({ exitCode: r.exitCode, exitSignal: r.exitSignal }).toEqual({ exitCode: 0, exitSignal: null });
+        expect(r.notes.join('\n')).toContain('may be its death by SIGRTMIN+1');
+      } finally {
+        await sup.shutdown({ graceMs: 0 });
+      }
+    },
+  );
 });

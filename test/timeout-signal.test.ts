@@ -62,6 +62,8 @@ const CAREFUL = [
   ],
   ...['RTMIN', 'rtmax', 'SIGRTMIN+2', 'RTMIN1', 'RTMIN 1', 'RTMIN+ 1', 'RTMIN+1 ', 'RTMIN-1', 'RTMAX+1'],
   ...['RTMAX+0', 'rtmin-0', 'RTMIN+030', 'RTMIN+31', 'RTMAX-30', 'RTMAX-31', 'RTMIN16', 'RTMAX-16'],
+  // A number after SIG is read as it is, unmasked, up to SIGRTMAX.
+  ...['SIG15', 'sig015', 'SIG0', 'SIG44', 'SIG64', 'SIG32', 'SIG65', 'SIG137', 'SIG300', 'SIG+9', 'SIG 9'],
 ];
 
 describe.skipIf(skip !== null)(

@@ -25,7 +25,12 @@ export function timeoutSignal(text: string): TimeoutSignal | null {
     return sig === 0 ? 0 : numbered(sig);
   }
   const upper = text.replace(/[a-z]+/g, (s) => s.toUpperCase());
-  return named(upper) ?? (upper.startsWith('SIG') ? named(upper.slice(3)) : null);
+  if (!upper.startsWith('SIG')) return named(upper);
+  const rest = upper.slice(3);
+  // str2sig reads a number after SIG as it is, unmasked, up to SIGRTMAX: SIG15, sig015, SIG44.
+  if (/^\d+$/.test(rest))
+    return Number(rest) === 0 ? 0 : Number(rest) <= RT_MAX ? numbered(Number(rest)) : null;
+  return named(upper) ?? named(rest);
 }
 
 function numbered(sig: number): TimeoutSignal | null {

@@ -5,7 +5,7 @@ import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type ChildHandle, type SendSignal, terminate } from '../kill/index.js';
 import { util } from '../lazy-builtins.js';
-import { checkPtyCells, type NormalSpec, normalizeSignal, oneOf } from '../options/index.js';
+import { checkPtyCells, type NormalSpec, normalizeSignal, oneOf, realtimeNumber } from '../options/index.js';
 import { OutputCollector } from '../output/index.js';
 import { type Launched, type Launcher, lookUp } from '../spawn/index.js';
 import type { ProcessInfo, ProcessTable } from '../tree/index.js';
@@ -89,6 +89,8 @@ export class ManagedRun implements RunHandle {
   private repeatQueue: Set<NodeJS.Signals> | null = new Set();
   private repeating: Promise<void> = Promise.resolve();
   private readonly repeatsWaiting = new Set<NodeJS.Signals>();
+  /** The first real-time signal this run sent (see noteRealtime). */
+  private realtimeSent: NodeJS.Signals | undefined;
   /** Aborted by kill(): a graceful sequence under way ends its grace at once. */
   private readonly escalation = new AbortController();
   private settling = false;
@@ -331,6 +333,7 @@ export class ManagedRun implements RunHandle {
 
   /** One at a time, each scan after the last signal's: a caller repeating itself costs one of each. */
   private signalAgain(signal: NodeJS.Signals): void {
+    this.noteRealtime(signal);
     if (this.repeatsWaiting.has(signal)) return;
     this.repeatsWaiting.add(signal);
     this.repeating = this.repeating.then(async () => {
@@ -349,7 +352,16 @@ export class ManagedRun implements RunHandle {
     quit?.();
   }
 
+  /**
+   * Node reports a child killed by a signal it has no name for (a real-time one) as exit code 0,
+   * no signal: a run that sent one says that its command's "exit 0" may be that death.
+   */
+  private noteRealtime(signal: NodeJS.Signals): void {
+    if (this.realtimeSent === undefined && realtimeNumber(signal) !== undefined) this.realtimeSent = signal;
+  }
+
   private beginTermination(signal: NodeJS.Signals): void {
+    this.noteRealtime(signal);
     if (!this.begun) {
       this.finish(null);
       return;
@@ -627,6 +639,10 @@ export class ManagedRun implements RunHandle {
 
   private complete(report: TerminateReport | null): void {
     const reason = this.reason ?? 'exit';
+    if (this.realtimeSent && this.spec.mode === 'child' && this.exit?.code === 0 && this.exit.signal === null)
+      this.notes.push(
+        `the command's exit code 0 may be its death by ${this.realtimeSent}: Node reports a process killed by a real-time signal as exit code 0`,
+      );
     const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? this.hold.notes ?? [])];
     const result: RunResult = {
       id: this.id,
