@@ -26,14 +26,16 @@ export function connectPty(): PtyConnection {
     pty: { ...size, ...term },
     attach(handle) {
       let attached = true;
+      // The stream our keystrokes come from: process.stdin, then, after each stop, one opened anew.
+      let input: NodeJS.ReadStream = stdin;
       // Held while the command's terminal has a full queue: a pipe (`yes |`) that outruns a command
       // which reads slowly, or never, waits in the kernel instead of in our memory.
       const resume = () => {
-        if (attached) stdin.resume();
+        if (attached) input.resume();
       };
       const typed = (chunk: Buffer) => {
         if (handle.stdin?.write(chunk) !== false) return;
-        stdin.pause();
+        input.pause();
         handle.stdin.once('drain', resume);
       };
       const ended = () => handle.stdin?.end();
@@ -49,24 +51,44 @@ export function connectPty(): PtyConnection {
       // Raw mode outlives us unless undone: 'exit' also runs after an uncaught exception and
       // process.exit(); a stop signal ends the run, whose end calls detach().
       const rawMode = (on: boolean) => {
-        if (!stdin.isTTY) return;
+        if (!input.isTTY) return;
         try {
-          stdin.setRawMode(on);
+          input.setRawMode(on);
         } catch {
           // Our terminal was hung up (its window closed, SIGHUP): there is no mode left to set.
         }
       };
       const restore = () => rawMode(false);
+      const listen = (stream: NodeJS.ReadStream) => {
+        input = stream;
+        stream.on('data', typed);
+        if (!stream.isTTY) stream.once('end', ended);
+        stream.resume();
+      };
+      const unlisten = () => {
+        handle.stdin?.off('drain', resume);
+        input.off('data', typed);
+        input.off('end', ended);
+        // A reader left on stdin would keep procwarden alive after the run.
+        input.destroy();
+      };
       if (stdin.isTTY) stdin.setRawMode(true);
       // Without a terminal on either side there is nothing to give back or to measure.
       const endJobControl = !(stdin.isTTY || window)
         ? () => {}
         : onJobControl({
-            release: restore,
+            release() {
+              restore();
+              // Closed here, in the foreground. libuv resets a terminal whose mode it ever set when
+              // it closes it (Node 22 and later) or at exit: from the background (a `kill %1` ends
+              // the stopped run there), that stops us with SIGTTOU and leaves the job stopped.
+              if (input.isTTY) unlisten();
+            },
             reclaim() {
+              if (stdin.isTTY && input.destroyed && attached) listen(new (tty().ReadStream)(0));
               // Node skips a switch to the mode it believes set, and after a SIGSTOP the shell may
               // have put the terminal back in its own mode meanwhile.
-              if (stdin.isTTY && stdin.isRaw) restore();
+              if (input.isTTY && input.isRaw) restore();
               rawMode(true);
               // A window changed while we were stopped sent its SIGWINCH to the shell, not to us, and
               // Node only asks the terminal for its size on one: its 'resize' then tells the command.
@@ -77,21 +99,15 @@ export function connectPty(): PtyConnection {
           });
       process.on('exit', restore);
       window?.on('resize', resized);
-      stdin.on('data', typed);
-      if (!stdin.isTTY) stdin.once('end', ended);
-      stdin.resume();
+      listen(stdin);
       return () => {
         if (!attached) return;
         attached = false;
         endJobControl();
-        restore();
+        if (!input.destroyed) restore();
         process.off('exit', restore);
         window?.off('resize', resized);
-        handle.stdin?.off('drain', resume);
-        stdin.off('data', typed);
-        stdin.off('end', ended);
-        // A reader left on stdin would keep procwarden alive after the run.
-        stdin.destroy();
+        unlisten();
       };
     },
   };
