@@ -21,7 +21,7 @@ function state(pid: number): string {
 }
 
 /** An interactive shell in a 100x30 window of a tmux server of our own (no one else's is touched). */
-function shellInTmux(dir: string) {
+function shellInTmux(dir: string, shell: string[] = ['sh', '-i']) {
   const socket = `procwarden-job-${process.pid}-${Date.now()}`;
   const tmux = (...args: string[]) => {
     const r = spawnSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
@@ -29,7 +29,7 @@ function shellInTmux(dir: string) {
     return r.stdout;
   };
   // ENV unset: no start-up file of the machine's changes the shell.
-  tmux('new-session', '-d', '-s', 'pw', '-x', '100', '-y', '30', 'env', 'ENV=', 'PS1=pw$ ', 'sh', '-i');
+  tmux('new-session', '-d', '-s', 'pw', '-x', '100', '-y', '30', 'env', 'ENV=', 'PS1=pw$ ', ...shell);
   const tty = tmux('display-message', '-p', '-t', 'pw', '#{pane_tty}').trim();
   const screen = () => tmux('capture-pane', '-p', '-t', 'pw', '-S', '-100');
   const file = (name: string) => join(dir, name);
@@ -143,6 +143,51 @@ describe.skipIf(!hasTmux)('procwarden run --pty stopped and continued from a she
       t.type('wait %1; echo status=$?', 'Enter');
       await t.shows('status=143');
       expect(await t.settings('stty.after')).toBe(before);
+    } finally {
+      t.close();
+    }
+  });
+  it('bash: bg, then fg (bash sends no SIGCONT to a running job): procwarden takes the terminal again, every key reaches the command', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const t = shellInTmux(dir, ['bash', '--norc', '--noprofile', '-i']);
+    try {
+      const { cli, main } = await startRun(t, dir);
+      process.kill(cli, 'SIGTSTP');
+      await t.shows('Stopped');
+      t.type('bg', 'Enter');
+      await waitFor(() => state(cli) !== 'T', { what: 'procwarden running in the background' });
+      t.type('fg', 'Enter');
+      await waitFor(() => t.raw(), { what: 'the terminal raw again' });
+      t.type('typed after fg', 'Enter');
+      await t.shows('line=[typed after fg]');
+      t.type('quit', 'Enter');
+      await waitFor(() => !alive(main) && !alive(cli), { what: 'the command and procwarden gone' });
+    } finally {
+      t.close();
+    }
+  });
+
+  it('the terminal hangs up while procwarden is stopped: the run ends, no crash (no uncaught error)', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const t = shellInTmux(dir);
+    try {
+      await t.settings('stty.before');
+      const err = join(dir, 'stderr');
+      t.type(
+        `${process.execPath} ${CLI} run --pty -- ${fixture('pty-interactive.sh')} ${dir} 2>${err}`,
+        'Enter',
+      );
+      await t.shows('ready');
+      const cli = readPids(dir).get('cli') as number;
+      const main = readPids(dir).get('main') as number;
+      leaks.track(cli);
+      leaks.track(main);
+      process.kill(cli, 'SIGTSTP');
+      await waitFor(() => state(cli) === 'T', { what: 'procwarden stopped' });
+      t.close();
+      await waitFor(() => !alive(main) && !alive(cli), { what: 'the command and procwarden gone' });
+      const text = readFileSync(err, 'utf8');
+      expect(text).not.toMatch(/Error| {4}at /);
     } finally {
       t.close();
     }

@@ -64,6 +64,18 @@ describe('a real-time killSignal (SIGRTMIN+1)', () => {
         // What Node reports for a death by a signal it has no name for.
         expect({ exitCode: r.exitCode, exitSignal: r.exitSignal }).toEqual({ exitCode: 0, exitSignal: null });
         expect(r.notes.join('\n')).toContain('may be its death by SIGRTMIN+1');
+        // Sent instead of a cancel's SIGINT that the command ignores: the same.
+        const ignoring = sup.spawn({
+          argv: ['sh', '-c', 'trap "" INT; echo ready; sleep 30'],
+          containment: 'process-group',
+          killSignal: 'SIGRTMIN+1' as NodeJS.Signals,
+        });
+        leaks.track(ignoring.pid);
+        await waitFor(() => sup.read(ignoring.id).text.includes('ready'), { what: 'the trap set' });
+        ignoring.cancel('x', { signal: 'SIGINT' });
+        const s = await ignoring.result;
+        expect({ exitCode: s.exitCode, exitSignal: s.exitSignal }).toEqual({ exitCode: 0, exitSignal: null });
+        expect(s.notes.join('\n')).toContain('may be its death by SIGRTMIN+1');
       } finally {
         await sup.shutdown({ graceMs: 0 });
       }

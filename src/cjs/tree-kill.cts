@@ -31,8 +31,10 @@ type Esm = typeof import('../tree-kill.js', { with: { 'resolution-mode': 'import
 
 function load(): TreeKill {
   try {
-    // The ES module's `module.exports` export: its treeKill.
-    return require('../tree-kill.js') as Esm['treeKill'];
+    // The ES module's `module.exports` export: its treeKill. Node 20.17-20.18 and 22.0-22.11 with
+    // --experimental-require-module hand out the namespace instead, that export ignored.
+    const loaded = require('../tree-kill.js') as Esm['treeKill'] | Esm;
+    return typeof loaded === 'function' ? loaded : loaded.treeKill;
   } catch (error) {
     if ((error as NodeJS.ErrnoException | null)?.code !== 'ERR_REQUIRE_ESM') throw error;
     return (require('./tree-kill-commonjs.cjs') as Esm).treeKill;

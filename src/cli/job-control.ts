@@ -8,6 +8,9 @@ export interface TerminalHold {
   reclaim(): void;
 }
 
+/** How often a procwarden continued in the background looks whether it is in the foreground again. */
+const FOREGROUND_LOOK_MS = process.platform === 'linux' ? 200 : 1000;
+
 /** The stop signals a shell or a user sends to a job; each stops us the way it was sent. */
 const STOPS: readonly NodeJS.Signals[] = ['SIGTSTP', 'SIGTTIN', 'SIGTTOU'];
 
@@ -25,17 +28,28 @@ const STOPS: readonly NodeJS.Signals[] = ['SIGTSTP', 'SIGTTIN', 'SIGTTOU'];
 export function onJobControl(terminal: TerminalHold): () => void {
   if (process.platform === 'win32') return () => {};
   let active = true;
+  let watching: ReturnType<typeof setInterval> | undefined;
   const listen = () => {
     for (const s of STOPS) process.on(s, stop);
   };
   const unlisten = () => {
     for (const s of STOPS) process.off(s, stop);
+    clearInterval(watching);
+    watching = undefined;
   };
-  // Continued in the background (`bg`, `kill %1`), procwarden leaves the terminal to the shell: it
-  // is stopped by SIGTTIN once it reads it, and `fg` continues it here again.
+  // Continued in the background (`bg`, `kill %1`), procwarden leaves the terminal to the shell, and
+  // takes it again once its group is the terminal's foreground one: on the SIGCONT of a `fg` that
+  // continues it stopped, or seen by a look now and then, since bash's `fg` of a job running in the
+  // background sends none.
   const reclaim = () => {
     unlisten();
-    if (!active || !inForeground()) return;
+    if (!active) return;
+    if (!inForeground()) {
+      watching = setInterval(() => inForeground() && reclaim(), FOREGROUND_LOOK_MS);
+      // The run, not this look, is what keeps procwarden alive.
+      watching.unref();
+      return;
+    }
     terminal.reclaim();
     listen();
   };

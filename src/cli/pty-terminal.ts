@@ -59,8 +59,12 @@ export function connectPty(): PtyConnection {
         }
       };
       const restore = () => rawMode(false);
+      // Closed by release(), to be opened anew by reclaim(); not a reader that ended by itself.
+      let released = false;
       const listen = (stream: NodeJS.ReadStream) => {
         input = stream;
+        // A terminal hung up: its SIGHUP ends the run; a read error must not end procwarden first.
+        if (stream !== stdin) stream.on('error', () => {});
         stream.on('data', typed);
         if (!stream.isTTY) stream.once('end', ended);
         stream.resume();
@@ -82,10 +86,23 @@ export function connectPty(): PtyConnection {
               // Closed here, in the foreground. libuv resets a terminal whose mode it ever set when
               // it closes it (Node 22 and later) or at exit: from the background (a `kill %1` ends
               // the stopped run there), that stops us with SIGTTOU and leaves the job stopped.
-              if (input.isTTY) unlisten();
+              if (input.isTTY && !input.destroyed) {
+                unlisten();
+                released = true;
+              }
             },
             reclaim() {
-              if (stdin.isTTY && input.destroyed && attached) listen(new (tty().ReadStream)(0));
+              if (released && attached) {
+                released = false;
+                let fresh: NodeJS.ReadStream;
+                try {
+                  fresh = new (tty().ReadStream)(0) as NodeJS.ReadStream;
+                } catch {
+                  // The terminal hung up while we were stopped: its SIGHUP ends the run.
+                  return;
+                }
+                listen(fresh);
+              }
               // Node skips a switch to the mode it believes set, and after a SIGSTOP the shell may
               // have put the terminal back in its own mode meanwhile.
               if (input.isTTY && input.isRaw) restore();

@@ -362,6 +362,8 @@ export class ManagedRun implements RunHandle {
 
   private beginTermination(signal: NodeJS.Signals): void {
     this.noteRealtime(signal);
+    // Sent instead to a member that ignores `signal`.
+    if (this.substituteIgnored) this.noteRealtime(this.spec.killSignal);
     if (!this.begun) {
       this.finish(null);
       return;
