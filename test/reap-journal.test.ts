@@ -19,6 +19,34 @@ const dist = join(import.meta.dirname, '..', 'dist');
 const ticksNow = () => Math.floor(Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 100);
 
 describe('the journal on disk', () => {
+  it('a settled run leaves no record: with a pid record, with a stop record, and with neither (ps let its root go)', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const { Supervisor } = await import('../src/supervisor/supervisor.js');
+    const { PsTable } = await import('../src/tree/index.js');
+    const sup = new Supervisor({ stateDir, watchdog: false });
+    const ps = new Supervisor({ stateDir, watchdog: false, table: new PsTable() });
+    try {
+      const plain = sup.spawn({ argv: ['sleep', '0.2'] });
+      leaks.track(plain.pid);
+      expect((await plain.result).reason).toBe('exit');
+      // Ignores SIGTERM through a 300 ms grace: its stop record (written 50 ms after the signal) too.
+      const stopped = sup.spawn({ argv: ['sh', '-c', 'trap "" TERM; echo ready; sleep 30'], graceMs: 300 });
+      leaks.track(stopped.pid);
+      await waitFor(() => sup.read(stopped.id).text.includes('ready'), { what: 'the trap set' });
+      stopped.cancel();
+      await waitFor(() => journalFiles(stateDir).some((f) => f.endsWith('.stop.json')), {
+        what: 'the stop record',
+      });
+      expect((await stopped.result).escalated).toBe(true);
+      const short = ps.spawn({ argv: ['true'], containment: 'process-group' });
+      expect((await short.result).reason).toBe('exit');
+      expect(journalFiles(stateDir)).toEqual([]);
+    } finally {
+      await sup.shutdown({ graceMs: 0 });
+      await ps.shutdown({ graceMs: 0 });
+    }
+  });
+
   it('a write that fails (file size limit: a full disk in miniature) leaves no temporary file', () => {
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));
     // `ulimit -f 0` makes the first byte fail with EFBIG after the file was created, exactly as

@@ -65,10 +65,11 @@ export class Journal {
   }
 
   /** Removes every file of a run's record. */
-  remove(runId: string): void {
+  /** `written`: which of the run's later records its writer may have made (default: any). */
+  remove(runId: string, written: { pid?: boolean; stop?: boolean } = {}): void {
     const names = recordFileNames(runId);
-    removeFile(join(this.dir, names.stop));
-    removeFile(join(this.dir, names.pid));
+    if (written.stop !== false) removeFile(join(this.dir, names.stop));
+    if (written.pid !== false) removeFile(join(this.dir, names.pid));
     removeFile(join(this.dir, names.launch));
   }
 

@@ -137,7 +137,9 @@ export class RunJournal {
       return;
     }
     try {
-      this.journal.remove(run.id);
+      // An unlink of a file never written is a syscall per run for nothing (a stop record is
+      // rare; a ps run let go of its root writes no pid record).
+      this.journal.remove(run.id, { pid: t.record.pid !== null, stop: t.stopping });
     } catch (error) {
       this.note(`run ${run.id}: record not removed: ${(error as NodeJS.ErrnoException).code ?? error}`);
     }
