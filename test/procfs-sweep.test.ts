@@ -394,3 +394,29 @@ describe('procfs: which signals a process ignores', () => {
     expect(table.ignores(7, 65)).toBe(null);
   });
 });
+
+describe('a zombie in the table', () => {
+  /** A zombie leader whose task directory shows a thread still sleeping, counting `threads`. */
+  function zombieWithThread(threads: number): string {
+    const root = leaks.trackDir(makeTmp('pw-fakeproc-'));
+    const stat = (pid: number, state: string) =>
+      `${pid} (worker) ${state} 1 500 500 0 -1 0 0 0 0 0 0 0 0 0 20 0 ${threads} 0 4242 0 0`;
+    mkdirSync(join(root, '500', 'task', '501'), { recursive: true });
+    mkdirSync(join(root, '500', 'task', '500'), { recursive: true });
+    writeFileSync(join(root, '500', 'stat'), stat(500, 'Z'));
+    writeFileSync(join(root, '500', 'task', '500', 'stat'), stat(500, 'Z'));
+    writeFileSync(join(root, '500', 'task', '501', 'stat'), stat(501, 'S'));
+    return root;
+  }
+
+  it('that counts more threads than itself is alive as the thread still running', async () => {
+    const info = await new ProcfsTable(zombieWithThread(2)).get(500);
+    expect(info?.state).toBe('S');
+  });
+
+  it('that counts one thread, itself, is dead: its task directory is not read', async () => {
+    // The kernel never shows this pair (a live thread is counted); the fake shows the read is spared.
+    const info = await new ProcfsTable(zombieWithThread(1)).get(500);
+    expect(info?.state).toBe('Z');
+  });
+});

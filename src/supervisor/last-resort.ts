@@ -1,7 +1,7 @@
 import { readFileSync, rmdirSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { CgroupRemains } from '../journal/index.js';
-import { liveThreadOf, type ProcessInfo, parseStat, stillAlive } from '../tree/index.js';
+import { type ProcessInfo, processOfStat, stillAlive } from '../tree/index.js';
 import type { ManagedRun } from './managed-run.js';
 
 /**
@@ -82,8 +82,7 @@ function sigkill(target: number): void {
 
 function current(pid: number): ProcessInfo | null {
   try {
-    const info = parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    return info?.state === 'Z' ? liveThreadOf(info) : info;
+    return processOfStat(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return null;
   }

@@ -43,8 +43,8 @@ export class ProcfsTable implements ProcessTable {
 
   getSync(pid: number): ProcessInfo | null {
     const text = this.readSmall(`${this.root}/${pid}/stat`);
-    const info = text === null ? null : parseStat(text); // null: vanished between readdir and read
-    return info?.state === 'Z' ? liveThreadOf(info, this.root, (path) => this.readSmall(path)) : info;
+    // null: vanished between readdir and read
+    return text === null ? null : processOfStat(text, this.root, (path) => this.readSmall(path));
   }
 
   ignores(pid: number, signal: number): boolean | null {
@@ -413,6 +413,27 @@ export function parseStat(text: string): ProcessInfo | null {
     sid: Number(rest[3]),
     startTime: starttime,
   };
+}
+
+/**
+ * A stat line read as the process it shows: a zombie leader with other threads still counted is
+ * looked at closer (see liveThreadOf). A zombie that counts one thread, itself, is dead: a thread
+ * leaves the count only when it is released, after its exit, so no live thread goes uncounted.
+ * That spares the readdir of its task directory on every command that exits before it is read.
+ */
+export function processOfStat(
+  text: string,
+  root = '/proc',
+  read: (path: string) => string | null = readOrNull,
+): ProcessInfo | null {
+  const info = parseStat(text);
+  if (info?.state !== 'Z' || threadsOf(text) === 1) return info;
+  return liveThreadOf(info, root, read);
+}
+
+/** Field 20 of a stat line, num_threads; NaN where the line has none. */
+function threadsOf(text: string): number {
+  return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[17]);
 }
 
 /**
