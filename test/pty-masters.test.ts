@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RunHandle, type RunSpec, Supervisor } from '../src/index.js';
 import { closingFirst } from '../src/spawn/pty-closer.js';
+import { execRunner } from '../src/tree/index.js';
 import { cgroupSkipReason, sweepCgroups } from './helpers/cgroups.js';
 import { LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 
@@ -107,6 +108,17 @@ describe.skipIf(process.platform !== 'linux')("a PTY run's master reaches no oth
       await victimUntouched(victim);
     },
   );
+
+  it('a helper procwarden runs (ps, PowerShell, taskkill) while a PTY run is open holds no master', async () => {
+    const victim = await openVictim();
+    const listed = await execRunner('bash', ['-c', INTRUDER[2] as string]);
+    expect(listed.code).toBe(0);
+    const fds = new Map<number, string>();
+    for (const m of listed.stdout.matchAll(/^fd (\d+) (.*)$/gm)) fds.set(Number(m[1]), m[2] as string);
+    expect(fds.size).toBeGreaterThanOrEqual(3);
+    expect(ptmxIn(fds)).toEqual([]);
+    await victimUntouched(victim);
+  });
 
   it('inheritFds naming a master passes /dev/null there, never the master', async () => {
     const victim = await openVictim();
