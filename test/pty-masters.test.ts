@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { inForeground } from '../src/cli/foreground.js';
 import { type RunHandle, type RunSpec, Supervisor } from '../src/index.js';
 import { closingFirst } from '../src/spawn/pty-closer.js';
 import { execRunner } from '../src/tree/index.js';
@@ -115,6 +116,34 @@ describe.skipIf(process.platform !== 'linux')("a PTY run's master reaches no oth
     expect(listed.code).toBe(0);
     const fds = new Map<number, string>();
     for (const m of listed.stdout.matchAll(/^fd (\d+) (.*)$/gm)) fds.set(Number(m[1]), m[2] as string);
+    expect(fds.size).toBeGreaterThanOrEqual(3);
+    expect(ptmxIn(fds)).toEqual([]);
+    await victimUntouched(victim);
+  });
+
+  it("the CLI's foreground check by ps (macOS, BSD) holds no master either", async () => {
+    const victim = await openVictim();
+    // A ps that lists its own descriptors, on the path macOS takes (driven here on Linux).
+    const dir = leaks.trackDir(makeTmp('pw-fakeps-'));
+    const listing = join(dir, 'fds');
+    writeFileSync(
+      join(dir, 'ps'),
+      `#!/bin/bash\nfor f in /proc/$$/fd/*; do echo "fd $(basename "$f") $(readlink "$f")"; done > '${listing}'\necho ' 1 1'\n`,
+    );
+    chmodSync(join(dir, 'ps'), 0o755);
+    const platform = Object.getOwnPropertyDescriptor(process, 'platform') as PropertyDescriptor;
+    const path = process.env.PATH;
+    try {
+      Object.defineProperty(process, 'platform', { value: 'darwin' });
+      process.env.PATH = `${dir}:${path}`;
+      expect(inForeground()).toBe(true);
+    } finally {
+      Object.defineProperty(process, 'platform', platform);
+      process.env.PATH = path;
+    }
+    const fds = new Map<number, string>();
+    for (const m of readFileSync(listing, 'utf8').matchAll(/^fd (\d+) (.*)$/gm))
+      fds.set(Number(m[1]), m[2] as string);
     expect(fds.size).toBeGreaterThanOrEqual(3);
     expect(ptmxIn(fds)).toEqual([]);
     await victimUntouched(victim);

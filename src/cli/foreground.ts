@@ -1,5 +1,6 @@
 import { fstatSync, readFileSync } from 'node:fs';
 import { childProcess } from '../lazy-builtins.js';
+import { spawnSealed } from '../spawn/pty-masters.js';
 
 /**
  * Whether procwarden may set its stdin terminal's mode without being stopped for it: the terminal
@@ -21,9 +22,13 @@ export function inForeground(): boolean {
       return true;
     }
   }
-  const ps = childProcess().spawnSync('ps', ['-o', 'tpgid=,pgid=', '-p', String(process.pid)], {
-    encoding: 'utf8',
-  });
+  // Asked while the run's terminal is open: its master is kept out of ps (see spawnSealed).
+  const ps = spawnSealed(['ignore', 'pipe', 'ignore'], (stdio) =>
+    childProcess().spawnSync('ps', ['-o', 'tpgid=,pgid=', '-p', String(process.pid)], {
+      encoding: 'utf8',
+      stdio,
+    }),
+  );
   const [tpgid, pgid] = (ps.stdout ?? '').trim().split(/\s+/).map(Number);
   return ps.status !== 0 || !tpgid || tpgid === pgid;
 }
