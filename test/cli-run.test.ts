@@ -3,6 +3,7 @@ import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'no
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { cgroupSkipReason, hostCgroups } from './helpers/cgroups.js';
 import { CLI, type CliOptions, recorded, startCli, TERMINATING } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
@@ -207,6 +208,70 @@ describe('procwarden run: the tree', () => {
     expect(exists(join(dir, 'escapee.done'))).toBe(true);
     expect(alive(readPids(dir).get('escapee') ?? 0)).toBe(false);
   });
+});
+
+describe('procwarden run --signal and --containment: documented values, not only bad ones', () => {
+  it('--signal by number: what --timeout sends to the whole tree, named in the stop line', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    // 10 is SIGUSR1 on Linux: SIG is a name or a number (procwarden run --help).
+    const r = await run(['--timeout', '2s', '--signal', '10', '--', fixture('record-signals.sh'), dir]);
+    expect(r.status).toBe(124);
+    expect(ownLines(r.stderr)).toEqual([
+      expect.stringMatching(/^procwarden: timed out after 2 s; SIGUSR1 to \d+ processes; no SIGKILL needed/),
+    ]);
+    expect(recorded(dir)).toEqual({ parent: ['USR1'], child: ['USR1'] });
+  });
+
+  it('--signal by name: a stop request addressed to procwarden (SIGTERM) reaches the tree as --signal', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const cli = startCli(['run', '--signal', 'USR2', '--', fixture('record-signals.sh'), dir]);
+    leaks.track(cli.child.pid);
+    await waitFor(() => cli.stdout().includes('ready'), { what: 'fixture ready', timeoutMs: 30_000 });
+    cli.child.kill('SIGTERM');
+    const r = await cli.done;
+    expect(r.status).toBe(143);
+    expect(ownLines(r.stderr)[0]).toMatch(
+      /^procwarden: got SIGTERM, stopping the command; SIGUSR2 to \d+ processes/,
+    );
+    expect(recorded(dir)).toEqual({ parent: ['USR2'], child: ['USR2'] });
+  });
+
+  const modes = ['process-group', 'none', ...(cgroupSkipReason() === null ? ['cgroup'] : [])];
+  for (const mode of modes) {
+    it(`--containment ${mode}: the run uses it, and the command's group and session show it`, async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const json = join(dir, 'result.json');
+      // pid, process group and session of the command itself (fields 5 and 6 of /proc/PID/stat).
+      const show = 'echo $$ $(cut -d" " -f5,6 /proc/$$/stat); cat /proc/$$/cgroup';
+      const cli = startCli(['run', '--containment', mode, '--json', json, '--', 'sh', '-c', show]);
+      leaks.track(cli.child.pid);
+      const r = await cli.done;
+      expect(r.status).toBe(0);
+      const result = JSON.parse(readFileSync(json, 'utf8'));
+      leaks.trackCookie(result.id);
+      expect(result.containment).toBe(mode);
+      const [ids = '', ...cgroups] = r.stdout.toString().split('\n');
+      const cgroup = cgroups.find((l) => l.startsWith('0::')) ?? '';
+      const [pid, pgid, sid] = ids.split(' ').map(Number);
+      if (mode === 'none') {
+        // The caller's process group and session: procwarden's own, which it got from this test.
+        const own = readFileSync('/proc/self/stat', 'utf8');
+        const [ownPgid, ownSid] = own
+          .slice(own.lastIndexOf(')') + 2)
+          .split(' ')
+          .slice(2, 4)
+          .map(Number);
+        expect([pgid, sid]).toEqual([ownPgid, ownSid]);
+      } else {
+        expect([pgid, sid]).toEqual([pid, pid]);
+      }
+      if (mode === 'cgroup') {
+        expect(cgroup).toContain(`/procwarden-${r.pid}-`);
+        expect(cgroup).toContain(result.id);
+        expect(await hostCgroups(r.pid)).toEqual([]);
+      }
+    });
+  }
 });
 
 describe('procwarden run: signals sent to procwarden', () => {
