@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -84,5 +85,34 @@ describe('sup.handle(id) (public entry)', () => {
     const result = await h.result;
     expect(result.reason).toBe('cancelled');
     expect(alive(h.pid ?? 0)).toBe(false);
+  });
+});
+
+describe('output.inherit (public entry)', () => {
+  it("the command writes to the caller's own stdout and stderr; nothing is captured", async () => {
+    const script = [
+      `import { run } from ${JSON.stringify(pathToFileURL(DIST).href)};`,
+      "const r = await run({ argv: ['sh', '-c', 'echo out; echo err >&2'], output: { inherit: true } }).result;",
+      "process.stdout.write('captured ' + JSON.stringify([r.reason, r.stdout.text, r.stderr.text, r.stdout.bytes]) + '\\n');",
+    ].join('\n');
+    const host = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    expect(host.status).toBe(0);
+    expect(host.stdout).toBe('out\ncaptured ["exit","","",0]\n');
+    expect(host.stderr).toBe('err\n');
+  });
+
+  it('is refused (INVALID_OPTION) with a consumer of the output, noOutputTimeoutMs or mode pty', () => {
+    for (const extra of [
+      { output: { inherit: true, onData: () => {} } },
+      { output: { inherit: true }, noOutputTimeoutMs: 100 },
+      { output: { inherit: true }, mode: 'pty' as const },
+    ]) {
+      expect(() => sup.spawn({ argv: ['true'], ...extra })).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION' }),
+      );
+    }
   });
 });
