@@ -168,6 +168,8 @@ export class LeakGuard {
 
   async check(): Promise<void> {
     const survivors = this.survivors();
+    // Read before they are killed: a leak seen once in CI must say what it was.
+    const described = survivors.map(describeProcess);
     for (const pid of survivors) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -179,7 +181,7 @@ export class LeakGuard {
     this.pids.clear();
     this.dirs.clear();
     if (survivors.length > 0)
-      throw new Error(`processes leaked by this test (now killed): ${survivors.join(', ')}`);
+      throw new Error(`processes leaked by this test (now killed): ${described.join('; ')}`);
   }
 }
 
@@ -192,4 +194,16 @@ export async function killAndWait(child: ChildProcess | null | undefined): Promi
   const gone = new Promise((resolve) => child.once('exit', resolve));
   child.kill('SIGKILL');
   await gone;
+}
+
+/** `pid [state ppid] command line`, as /proc shows it now; what is gone says so. */
+function describeProcess(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim().slice(0, 160);
+    return `${pid} [${state} ppid ${ppid}] ${cmd}`;
+  } catch {
+    return `${pid} [gone]`;
+  }
 }
