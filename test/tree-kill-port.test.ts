@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { alive, fixture, LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
+import { alive, fixture, killAndWait, LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 
 // tree-kill 1.2.2's own tests (test/test.js) and the inputs a migrating user may pass, run against
 // procwarden/tree-kill as built (dist/) and as packed, from ES modules and from require(), and
@@ -130,7 +130,9 @@ describe.skipIf(process.platform !== 'linux')(
           resolve(`thrown ${(e as NodeJS.ErrnoException).code}`);
         }
       });
-      const how = await Promise.race([ended, new Promise((r) => setTimeout(() => r('alive'), 300))]);
+      // Alive if it outlives a second: a SIGKILLed child can take hundreds of ms to be reaped on a
+      // loaded machine, and a shorter wait took that for a signal that spared it.
+      const how = await Promise.race([ended, new Promise((r) => setTimeout(() => r('alive'), 1000))]);
       if (how === 'alive') {
         child.kill('SIGKILL');
         await ended;
@@ -234,13 +236,9 @@ describe.skipIf(process.platform !== 'linux')(
       expect(report.childExit).toBe(0);
     });
 
-    it('a pid that already exited, or a zombie its parent never reaps: called back without an error', async () => {
-      const gone = spawn('true');
-      await new Promise((resolve) => gone.once('exit', resolve));
-      for (const kill of [theirs, ours]) {
-        expect(await new Promise((resolve) => kill(gone.pid, resolve))).toBeUndefined();
-        expect(await new Promise((resolve) => kill(gone.pid, 'SIGKILL', resolve))).toBeUndefined();
-      }
+    // Not a pid that already exited and was reaped: its number may have been handed on by now, and
+    // neither tool could tell (tree-kill-port must never signal what is not the test's).
+    it('a zombie its parent never reaps: called back without an error', async () => {
       const parent = spawn(
         'perl',
         ['-e', '$|=1; my $c = fork(); exit 0 unless $c; print "$c\\n"; sleep 300'],
@@ -256,7 +254,8 @@ describe.skipIf(process.platform !== 'linux')(
       for (const kill of [theirs, ours])
         expect(await new Promise((resolve) => kill(zombie, resolve))).toBeUndefined();
       expect(alive(parent.pid as number)).toBe(true);
-      parent.kill('SIGKILL');
+      // Waited for: a SIGKILL lands a moment after kill() returns, and the leak check comes next.
+      await killAndWait(parent);
     });
 
     it('a grandchild in a session of its own (setsid) is ended, as tree-kill ends it', async () => {
