@@ -120,6 +120,9 @@ function mentions(pid: number, dir: string): boolean {
  * it tracked (by pid files, explicit pids, or run cookie prefix) is still alive, after killing
  * those by pid so one failure does not poison the machine.
  */
+/** How long LeakGuard.check gives processes that are already ending (see there). */
+const SETTLE_MS = 2000;
+
 export class LeakGuard {
   private readonly pids = new Map<number, string | null>();
   private readonly dirs = new Set<string>();
@@ -167,7 +170,15 @@ export class LeakGuard {
   }
 
   async check(): Promise<void> {
-    const survivors = this.survivors();
+    let survivors = this.survivors();
+    // A process on its way out is not left behind: a SIGKILL lands a moment after kill() returns,
+    // and a watchdog its host started as it ended (a host stopped before the watchdog's delay ran
+    // out, then continued into its exit) boots, finds nothing to guard and exits. On a loaded
+    // machine either can take hundreds of milliseconds; the fixtures' leaks sleep for minutes.
+    for (const until = Date.now() + SETTLE_MS; survivors.length > 0 && Date.now() < until; ) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      survivors = this.survivors();
+    }
     // Read before they are killed: a leak seen once in CI must say what it was.
     const described = survivors.map(describeProcess);
     for (const pid of survivors) {
