@@ -31,11 +31,15 @@ export function treeKill(
     callback = signal;
     signal = undefined;
   }
-  if (callback !== undefined && callback !== null && typeof callback !== 'function') {
+  // tree-kill tests `if (callback)`: null, false, 0 or '' in its place is no callback there either.
+  if (!callback) callback = undefined;
+  else if (typeof callback !== 'function') {
     throw new ProcwardenError('INVALID_OPTION', 'the tree-kill callback must be a function, or left out.');
   }
-  // What tree-kill does with its argument, so that '1234' and 1234.0 keep working.
-  const parsed = Number.parseInt(String(pidArg), 10);
+  // What tree-kill does with its argument, so that '1234' and 1234.0 keep working: parseInt without
+  // a radix, which also reads '0x1f' as hexadecimal (and '010' as 10).
+  const text = String(pidArg);
+  const parsed = Number.parseInt(text, /^\s*[-+]?0x/i.test(text) ? 16 : 10);
   if (Number.isNaN(parsed)) {
     // As tree-kill (NaN and Infinity included): the callback is called at once, before treeKill
     // returns, and what it returns is returned; thrown without one.

@@ -120,6 +120,31 @@ describe('procwarden/tree-kill: tree-kill’s call, procwarden’s sequence', ()
     expect(() => treeKill(2 ** 32)).toThrow(expect.objectContaining({ code: 'INVALID_PID' }));
   });
 
+  it('a falsy callback (null, false, 0, empty) is no callback, as tree-kill tests `if (callback)`', async () => {
+    for (const none of [null, false, 0, '']) {
+      const { pid, pids } = await startTree('parent-exits.sh');
+      expect(() => treeKill(pid, 'SIGKILL', none as never)).not.toThrow();
+      await waitFor(() => pids.every((p) => !alive(p)), {
+        what: `the tree ended with callback ${String(none)}`,
+      });
+    }
+    // And a pid that is no number, with one of them: thrown, as without a callback.
+    expect(() => treeKill('abc' as unknown as number, 'SIGTERM', null as never)).toThrow(
+      'pid must be a number',
+    );
+  });
+
+  it("a pid as tree-kill's parseInt reads it: '0x…' is hexadecimal, '010' is ten", async () => {
+    const { pid, pids } = await startTree('parent-exits.sh');
+    const { error } = await callTreeKill(`0x${pid.toString(16)}` as unknown as number, 'SIGKILL');
+    expect(error).toBeUndefined();
+    for (const p of pids) expect(alive(p)).toBe(false);
+    // A leading zero is not octal: '0<pid>' is the pid.
+    const second = await startTree('parent-exits.sh');
+    expect((await callTreeKill(`0${second.pid}` as unknown as number, 'SIGKILL')).error).toBeUndefined();
+    for (const p of second.pids) expect(alive(p)).toBe(false);
+  });
+
   it('all went well: the callback is called with no argument, as tree-kill calls it', async () => {
     const { pid } = await startTree('parent-exits.sh');
     const args = await new Promise<unknown[]>((resolve) => treeKill(pid, (...a: unknown[]) => resolve(a)));
