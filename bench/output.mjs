@@ -17,6 +17,10 @@ export default {
       // autogroup scheduling a new session is a new scheduling group, which changes pipe
       // ping-pong on a busy machine: this row shows that cost apart from procwarden's own.
       { name: 'raw spawn, detached (own session, as procwarden)', worker: 'raw-detached' },
+      // onData hands over text: a raw consumer that wants text decodes too (setEncoding('utf8')).
+      { name: 'raw spawn, decoded as onData is', worker: 'raw-decoded' },
+      // onBytes hands over the chunks: nothing is decoded, the fair match for the raw row.
+      { name: 'procwarden onBytes, default capture', worker: 'procwarden-bytes' },
     ];
     const results = new Map(contenders.map((c) => [c, []]));
     const rows = await alternate(contenders, reps, async (c) => {
@@ -35,6 +39,8 @@ export default {
     const pw = cases[0].rows[1];
     const pwRss = cases[1].rows[1];
     const detached = cases[0].rows[2];
+    const decoded = cases[0].rows[3];
+    const bytes = cases[0].rows[4];
     return {
       cases,
       goals: [
@@ -49,7 +55,11 @@ export default {
           met: pwRss.max <= 64,
         },
       ],
-      notes: ['producer: `yes … | head -c N` through sh; RSS growth = peak maxRSS − RSS before the spawn'],
+      notes: [
+        'producer: `yes … | head -c N` through sh; RSS growth = peak maxRSS − RSS before the spawn',
+        `onData against a raw consumer that decodes as it does: ${(pw.median / decoded.median).toFixed(2)}×; ` +
+          `onBytes (no decoding) against raw: ${bytes.ratio.toFixed(2)}×`,
+      ],
     };
   },
 };

@@ -35,7 +35,8 @@ export interface OutputOptions {
    * promise (an async function, or one that awaits a writable's 'drain') means "not ready for
    * more": procwarden reads no
    * more of that stream until it settles, so the command blocks on its full pipe. A rejection is
-   * noted in the result and reading resumes.
+   * noted in the result and reading resumes. The chunk is shared with the capture, the file sink
+   * and the run's log: copy it to keep it, never change it.
    */
   onBytes?: (chunk: Uint8Array, stream: StreamName) => void;
   /**

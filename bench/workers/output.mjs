@@ -1,5 +1,6 @@
 // One contender, one repetition, in a fresh process so that peak RSS is its own:
-// node --expose-gc workers/output.mjs <raw|raw-detached|procwarden> <bytes>  ->  JSON on stdout.
+// node --expose-gc workers/output.mjs <raw|raw-detached|raw-decoded|procwarden|procwarden-bytes> <bytes>
+//   ->  JSON on stdout.
 import { spawn } from 'node:child_process';
 import { run } from '../../dist/index.js';
 
@@ -7,10 +8,12 @@ const [contender, bytesArg] = process.argv.slice(2);
 const bytes = Number(bytesArg);
 const argv = ['sh', '-c', `yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c ${bytes}`];
 
-function raw(detached) {
+function raw(detached, decoded) {
   return new Promise((resolve, reject) => {
     let seen = 0;
     const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached });
+    // What a consumer that wants text does: one UTF-8 decoder, as onData's.
+    if (decoded) child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk) => {
       seen += chunk.length;
     });
@@ -20,16 +23,12 @@ function raw(detached) {
   });
 }
 
-async function procwarden() {
+async function procwarden(bytesOnly) {
   let seen = 0;
-  const r = await run({
-    argv,
-    output: {
-      onData: (text) => {
-        seen += text.length; // ASCII output: one char per byte
-      },
-    },
-  }).result;
+  const count = (piece) => {
+    seen += piece.length; // ASCII output: one char per byte
+  };
+  const r = await run({ argv, output: bytesOnly ? { onBytes: count } : { onData: count } }).result;
   if (r.stdout.bytes !== bytes) throw new Error(`procwarden saw ${r.stdout.bytes} bytes`);
   return seen;
 }
@@ -37,7 +36,9 @@ async function procwarden() {
 globalThis.gc?.();
 const rssBefore = process.memoryUsage().rss;
 const t0 = performance.now();
-const seen = await (contender === 'procwarden' ? procwarden() : raw(contender === 'raw-detached'));
+const seen = await (contender.startsWith('procwarden')
+  ? procwarden(contender === 'procwarden-bytes')
+  : raw(contender === 'raw-detached', contender === 'raw-decoded'));
 const ms = performance.now() - t0;
 if (seen !== bytes) throw new Error(`${contender}: ${seen} of ${bytes} bytes arrived`);
 const peak = process.resourceUsage().maxRSS * 1024;

@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import { StringDecoder } from 'node:string_decoder';
 import { describeThrown } from '../errors.js';
 import type { OutputOptions, StreamCapture, StreamName } from '../types.js';
@@ -9,11 +10,21 @@ export interface CollectorOptions {
   onData: OutputOptions['onData'];
   onBytes?: OutputOptions['onBytes'];
   file: string | undefined;
+  /** The run's log for polling: every stream's text, in arrival order. */
+  log?: TextLog;
+}
+
+/** Where the run's text goes besides onData; ASCII bytes may stay bytes until somebody reads them. */
+export interface TextLog {
+  push(text: string): void;
+  pushAscii(bytes: Buffer): void;
 }
 
 /**
- * Everything a run's output goes through: one UTF-8 decoder per stream for onData (a character
- * split across chunks decodes whole), bounded capture, and the optional file sink. `push` says
+ * Everything a run's output goes through: one UTF-8 decoder per stream for onData and the log (a
+ * character split across chunks decodes whole), bounded capture, and the optional file sink.
+ * Without onData, a stream whose every chunk so far was ASCII is not decoded at all: its chunks go
+ * to the log as bytes (a decoder that has only seen whole ASCII characters holds nothing back). `push` says
  * when a consumer is behind (a promise), so that the launcher can stop reading: backpressure.
  */
 export class OutputCollector {
@@ -42,13 +53,17 @@ export class OutputCollector {
     if (file) waits.push(file);
     const { onBytes } = this.options;
     if (onBytes) this.call('onBytes', () => onBytes(chunk, stream), waits);
-    if (this.options.onData) {
+    const { onData, log } = this.options;
+    if (onData || log) {
       let decoder = this.decoders.get(stream);
-      if (!decoder) {
-        decoder = new StringDecoder('utf8');
-        this.decoders.set(stream, decoder);
+      if (!decoder && !onData && log && isAscii(chunk)) log.pushAscii(chunk);
+      else {
+        if (!decoder) {
+          decoder = new StringDecoder('utf8');
+          this.decoders.set(stream, decoder);
+        }
+        this.emit(decoder.write(chunk), stream, waits);
       }
-      this.emit(decoder.write(chunk), stream, waits);
     }
     return waits.length > 0 ? this.hold(waits) : undefined;
   }
@@ -90,7 +105,7 @@ export class OutputCollector {
     this.captures.clear();
     this.decoders.clear();
     // The caller's callbacks, and whatever they hold, go with the run's end.
-    this.options = { ...this.options, onData: undefined, onBytes: undefined };
+    this.options = { ...this.options, onData: undefined, onBytes: undefined, log: undefined };
   }
 
   result(stream: StreamName): StreamCapture {
@@ -117,9 +132,11 @@ export class OutputCollector {
   }
 
   private emit(text: string, stream: StreamName, waits: PromiseLike<void>[]): void {
-    const { onData } = this.options;
-    if (text === '' || !onData) return;
-    this.call('onData', () => onData(text, stream), waits);
+    const { onData, log } = this.options;
+    if (text === '') return;
+    // The log first: a throwing onData must not cost the log its text.
+    log?.push(text);
+    if (onData) this.call('onData', () => onData(text, stream), waits);
   }
 
   /** Runs a user callback; a thrown error or rejected promise becomes a note, never our failure. */

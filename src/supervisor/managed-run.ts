@@ -6,7 +6,7 @@ import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type ChildHandle, type SendSignal, terminate } from '../kill/index.js';
 import { util } from '../lazy-builtins.js';
 import { checkPtyCells, type NormalSpec, normalizeSignal, oneOf, realtimeNumber } from '../options/index.js';
-import { OutputCollector } from '../output/index.js';
+import { OutputCollector, type TextLog } from '../output/index.js';
 import { type Launched, type Launcher, lookUp } from '../spawn/index.js';
 import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 import type {
@@ -48,6 +48,8 @@ export interface RunDeps {
   unrecord?: (run: ManagedRun) => void;
   /** The termination's first signal went out (see RunJournal.stopping). */
   onStopping?: (run: ManagedRun, stopping: StoppingRecord) => void;
+  /** The run's log for polling (Supervisor.read): its text, in arrival order. */
+  log?: TextLog;
 }
 
 /**
@@ -138,6 +140,7 @@ export class ManagedRun implements RunHandle {
       onData: spec.onData,
       onBytes: spec.onBytes,
       file: spec.file,
+      ...(deps.log ? { log: deps.log } : {}),
     });
     try {
       this.hold = createContainment(spec.containment, {

@@ -137,8 +137,8 @@ export class Supervisor {
     const launcher = this.launchers[normal.mode];
     launcher.preflight?.();
     const log = new RunLog(this.logChars);
-    normal.onData = logging(log, normal.onData);
     const run = new ManagedRun(id, normal, {
+      log,
       clock: this.clock,
       table: this.table,
       send: this.send,
@@ -374,19 +374,6 @@ function count(value: number | undefined, what: string, fallback: number): numbe
  */
 function shareScans(table: ProcessTable): ProcessTable {
   return table.findByEnv ? new CoalescingTable(table) : table;
-}
-
-/**
- * The caller's onData with the run's log fed first. Made here, not in spawn(): a closure made there
- * would share spawn's scope with the ones the run keeps (onSettled), and hold the caller's
- * callback, and all it holds, for as long as the registry keeps the run.
- */
-function logging(log: RunLog, onData: NormalSpec['onData']): NonNullable<NormalSpec['onData']> {
-  return (text, stream) => {
-    log.push(text);
-    // Passed through: a promise it returns is the caller's backpressure.
-    return onData?.(text, stream);
-  };
 }
 
 const OPTION_KEYS = [
