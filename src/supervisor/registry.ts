@@ -44,6 +44,8 @@ export class RunRegistry {
     this.live.delete(id);
     entry.result = result;
     entry.endedAt = Date.now();
+    // What it keeps from here on costs what retainedBy counts, not whatever its front was cut from.
+    entry.log.settle();
     if (this.maxExited > 0) {
       this.exited.set(id, entry);
       this.retained += retainedBy(entry);

@@ -1,6 +1,12 @@
+import { constants } from 'node:buffer';
+
 export interface LogSlice {
   text: string;
-  /** Pass as `since` next time to get only what came after. */
+  /**
+   * Pass as `since` next time to get only what came after. It is the end of `text`: the end of the
+   * log, unless what follows `since` is longer than a string can be (a log kept larger than
+   * MAX_TEXT), when `text` stops short and the next read goes on from there.
+   */
   cursor: number;
   /** Characters between `since` and the start of `text` that were dropped to bound the log. */
   dropped: number;
@@ -20,6 +26,8 @@ export class RunLog {
   private chunks: (string | Buffer)[] = [];
   private size = 0;
   private start = 0;
+  /** The front chunk was cut: a slice of a string, or a view of bytes, that keeps the whole it came from. */
+  private frontCut = false;
 
   constructor(private readonly maxChars: number) {}
 
@@ -32,8 +40,31 @@ export class RunLog {
    * them afterwards.
    */
   pushAscii(bytes: Buffer): void {
-    // A small chunk costs more as a Buffer kept (an object and its store) than as a short string.
-    this.add(bytes.length < SMALL_CHUNK ? bytes.toString('latin1') : bytes);
+    // A small chunk costs more as a Buffer kept (an object and its store) than as a short string;
+    // a view into a larger store (the terminal's last reads are up to 4 KiB of a 64 KiB buffer)
+    // would keep all of that store for as long as the registry keeps the run.
+    const wholeStore = bytes.buffer.byteLength - bytes.length < SMALL_CHUNK;
+    this.add(bytes.length >= SMALL_CHUNK && wholeStore ? bytes : bytes.toString('latin1'));
+  }
+
+  /**
+   * The run is over: nothing more comes, and the registry may keep the log for long. A front chunk
+   * that was cut still holds what it was cut from (V8 keeps a string's slice as a view of the whole
+   * string; a Buffer's subarray keeps its store): up to a whole pipe read for a few characters, and
+   * the registry counts only the characters. It gets a copy of its own.
+   */
+  settle(): void {
+    const front = this.chunks[0];
+    if (!this.frontCut || front === undefined) return;
+    this.frontCut = false;
+    if (typeof front === 'string') {
+      // Decoded text never holds half a surrogate pair (add() drops one left at the front): the
+      // round trip is exact, and makes a new string.
+      this.chunks[0] = Buffer.from(front, 'utf8').toString('utf8');
+    } else {
+      this.chunks[0] =
+        front.length < SMALL_CHUNK ? front.toString('latin1') : Buffer.from(new Uint8Array(front).buffer);
+    }
   }
 
   private add(piece: string | Buffer): void {
@@ -57,8 +88,13 @@ export class RunLog {
     while (excess > 0) {
       const first = this.chunks[0] as string | Buffer;
       const cut = Math.min(excess, first.length);
-      if (cut === first.length) this.chunks.shift();
-      else this.chunks[0] = typeof first === 'string' ? first.slice(cut) : first.subarray(cut);
+      if (cut === first.length) {
+        this.chunks.shift();
+        this.frontCut = false;
+      } else {
+        this.chunks[0] = typeof first === 'string' ? first.slice(cut) : first.subarray(cut);
+        this.frontCut = true;
+      }
       this.size -= cut;
       this.start += cut;
       excess -= cut;
@@ -75,14 +111,49 @@ export class RunLog {
     const end = this.start + this.size;
     const from = Math.min(Math.max(since, this.start), end);
     const dropped = Math.max(0, this.start - Math.max(since, 0));
+    if (this.size > MAX_TEXT) return this.readPart(from, dropped);
     const all = this.chunks.map((c) => (typeof c === 'string' ? c : c.toString('latin1'))).join('');
     // Reads are far rarer than pushes: keep the joined form for the next one.
-    if (this.chunks.length > 1) this.chunks = [all];
+    if (this.chunks.length > 1) {
+      this.chunks = [all];
+      this.frontCut = false;
+    }
     const text = all.slice(from - this.start);
     return { text, cursor: end, dropped };
   }
+
+  /**
+   * A log longer than a string can be (logChars set that high, and a command that wrote that much):
+   * joined, it would throw. Only what follows `from` is made text, and no more than a string holds.
+   */
+  private readPart(from: number, dropped: number): LogSlice {
+    const pieces: string[] = [];
+    let length = 0;
+    let at = this.start;
+    for (const chunk of this.chunks) {
+      const skip = from - at;
+      at += chunk.length;
+      if (at <= from) continue;
+      const begin = Math.max(0, skip);
+      const stop = Math.min(chunk.length, begin + MAX_TEXT - length);
+      pieces.push(
+        typeof chunk === 'string' ? chunk.slice(begin, stop) : chunk.toString('latin1', begin, stop),
+      );
+      length += stop - begin;
+      if (length === MAX_TEXT) break;
+    }
+    let text = pieces.join('');
+    // Cut short between the halves of a surrogate pair, the pair waits for the next read whole.
+    if (from + length < this.start + this.size && isHighSurrogate(text.charCodeAt(length - 1)))
+      text = text.slice(0, -1);
+    return { text, cursor: from + text.length, dropped };
+  }
 }
+
+/** The longest string V8 makes (2^29 - 24 characters on 64-bit Node 20 to 24). */
+const MAX_TEXT = constants.MAX_STRING_LENGTH;
 
 const SMALL_CHUNK = 1024;
 
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;

@@ -3,7 +3,7 @@ import { CgroupHost } from '../containment/index.js';
 import { describeThrown, ProcwardenError, showValue } from '../errors.js';
 import { checkStateDir, defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
-import { checkDuration, checkSwitch, type NormalSpec, normalizeSpec } from '../options/index.js';
+import { checkDuration, checkSwitch, normalizeSpec } from '../options/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
 import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type {
