@@ -284,10 +284,7 @@ export interface RunRead {
   exitSignal: string | null;
   /** Combined stdout and stderr (or the terminal) after `since`, as far as the bounded log kept it. */
   text: string;
-  /**
-   * Pass as `since` next time. The end of the log, unless what follows `since` is longer than a
-   * string can be (logChars above 512 M characters): `text` then stops short, and the next read goes on.
-   */
+  /** Pass as `since` next time. */
   cursor: number;
   /** Characters after `since` that were dropped from the log before this read (0: nothing missed). */
   dropped: number;

@@ -157,29 +157,18 @@ describe('what the log of an exited run holds on to', () => {
       const withLog = await held(100);
       const without = await held(0);
       // A chunk kept whole is 48 KiB (as bytes) or 32 KiB (as text): 3.75 or 2.5 MiB for 80 runs;
-      // 80 logs of 100 characters are 8 KB (the rest is the heap's noise).
-      expect(withLog - without).toBeLessThan(1 * MiB);
+      // 80 logs of 100 characters are 8 KB; the rest is the heap's noise (up to 0.5 MiB seen).
+      expect(withLog - without).toBeLessThan(1.5 * MiB);
     });
   }
 });
 
-describe('a log larger than a string can be', () => {
-  it('read() from near the end gives the end; from the start, as much as a string holds, then the rest', () => {
-    const log = new RunLog(1e9);
-    // One 60 MB buffer pushed ten times: 600 M characters kept (the log keeps ASCII bytes by reference).
-    const block = Buffer.alloc(60_000_000, 0x61);
-    block.write('z', block.length - 1);
-    for (let i = 0; i < 10; i++) log.pushAscii(block);
-    expect(log.chars).toBe(600_000_000);
-    const tail = log.read(600_000_000 - 10);
-    expect(tail).toEqual({ text: 'aaaaaaaaaz', cursor: 600_000_000, dropped: 0 });
-    const first = log.read(0);
-    expect(first.text.length).toBeGreaterThan(400_000_000);
-    expect(first.cursor).toBe(first.text.length);
-    const rest = log.read(first.cursor);
-    expect(rest.cursor).toBe(600_000_000);
-    expect(first.text.length + rest.text.length).toBe(600_000_000);
-    expect(rest.text.endsWith('az')).toBe(true);
+describe('a log larger than one string can hold', () => {
+  it('logChars above 256 Mi characters is refused: read() could not return it as one string', () => {
+    expect(() => new Supervisor({ logChars: 2 ** 29, journal: false })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION', message: expect.stringMatching(/^logChars: /) }),
+    );
+    expect(() => new Supervisor({ logChars: 256 * 1024 * 1024, journal: false })).not.toThrow();
   });
 });
 

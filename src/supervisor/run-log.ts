@@ -1,12 +1,6 @@
-import { constants } from 'node:buffer';
-
 export interface LogSlice {
   text: string;
-  /**
-   * Pass as `since` next time to get only what came after. It is the end of `text`: the end of the
-   * log, unless what follows `since` is longer than a string can be (a log kept larger than
-   * MAX_TEXT), when `text` stops short and the next read goes on from there.
-   */
+  /** Pass as `since` next time to get only what came after. */
   cursor: number;
   /** Characters between `since` and the start of `text` that were dropped to bound the log. */
   dropped: number;
@@ -111,7 +105,6 @@ export class RunLog {
     const end = this.start + this.size;
     const from = Math.min(Math.max(since, this.start), end);
     const dropped = Math.max(0, this.start - Math.max(since, 0));
-    if (this.size > MAX_TEXT) return this.readPart(from, dropped);
     const all = this.chunks.map((c) => (typeof c === 'string' ? c : c.toString('latin1'))).join('');
     // Reads are far rarer than pushes: keep the joined form for the next one.
     if (this.chunks.length > 1) {
@@ -121,39 +114,8 @@ export class RunLog {
     const text = all.slice(from - this.start);
     return { text, cursor: end, dropped };
   }
-
-  /**
-   * A log longer than a string can be (logChars set that high, and a command that wrote that much):
-   * joined, it would throw. Only what follows `from` is made text, and no more than a string holds.
-   */
-  private readPart(from: number, dropped: number): LogSlice {
-    const pieces: string[] = [];
-    let length = 0;
-    let at = this.start;
-    for (const chunk of this.chunks) {
-      const skip = from - at;
-      at += chunk.length;
-      if (at <= from) continue;
-      const begin = Math.max(0, skip);
-      const stop = Math.min(chunk.length, begin + MAX_TEXT - length);
-      pieces.push(
-        typeof chunk === 'string' ? chunk.slice(begin, stop) : chunk.toString('latin1', begin, stop),
-      );
-      length += stop - begin;
-      if (length === MAX_TEXT) break;
-    }
-    let text = pieces.join('');
-    // Cut short between the halves of a surrogate pair, the pair waits for the next read whole.
-    if (from + length < this.start + this.size && isHighSurrogate(text.charCodeAt(length - 1)))
-      text = text.slice(0, -1);
-    return { text, cursor: from + text.length, dropped };
-  }
 }
-
-/** The longest string V8 makes (2^29 - 24 characters on 64-bit Node 20 to 24). */
-const MAX_TEXT = constants.MAX_STRING_LENGTH;
 
 const SMALL_CHUNK = 1024;
 
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
-const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;

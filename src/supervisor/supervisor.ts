@@ -36,6 +36,7 @@ export interface SupervisorInternals {
 }
 
 const DEFAULT_LOG_CHARS = 65_536;
+const MAX_LOG_CHARS = 256 * 1024 * 1024;
 
 /** What RunJournal.end reads of the result of a run that never started: nothing escaped. */
 const NOTHING_STARTED = { tree: { escaped: 0 } } as RunResult;
@@ -95,6 +96,13 @@ export class Supervisor {
     this.launchers = { child: launchChild, pty: createPtyLauncher(), ...options.launchers };
     this.registry = new RunRegistry(count(options.maxExited, 'maxExited', DEFAULT_MAX_EXITED));
     this.logChars = count(options.logChars, 'logChars', DEFAULT_LOG_CHARS);
+    // read() returns the log as one string: past V8's longest (2^29 - 24 characters) it would throw.
+    if (this.logChars > MAX_LOG_CHARS) {
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `logChars: ${this.logChars} is more than one read can return (${MAX_LOG_CHARS} characters); poll more often, or stream the output with onData, onBytes or file.`,
+      );
+    }
     this.stateDir = options.stateDir === undefined ? defaultStateDir() : checkStateDir(options.stateDir);
     this.journal =
       options.journal === false ? null : new RunJournal(new Journal(this.stateDir), this.table, this.id);
