@@ -39,8 +39,7 @@ export function connectPty(): PtyConnection {
         handle.stdin.once('drain', resume);
       };
       const ended = () => handle.stdin?.end();
-      const resized = () => {
-        const now = sizeOf(window);
+      const resized = (now = sizeOf(window)) => {
         if (!now) return;
         try {
           handle.resize(now.cols, now.rows);
@@ -103,15 +102,20 @@ export function connectPty(): PtyConnection {
                 }
                 listen(fresh);
               }
+              // A window changed while we were stopped sent its SIGWINCH to the shell, not to us.
+              // The command gets the size asked of the terminal now, before the terminal goes raw
+              // again: what is typed from then on reaches a command that already has it. Node only
+              // asks on a SIGWINCH, so one is sent too, to keep its columns and rows current. Not
+              // once the terminal has hung up: the stream would emit an 'error' that `run` takes for
+              // a failed write of the output.
+              if (window && tty().isatty(1)) {
+                resized(askedSize(window));
+                process.kill(process.pid, 'SIGWINCH');
+              }
               // Node skips a switch to the mode it believes set, and after a SIGSTOP the shell may
               // have put the terminal back in its own mode meanwhile.
               if (input.isTTY && input.isRaw) restore();
               rawMode(true);
-              // A window changed while we were stopped sent its SIGWINCH to the shell, not to us, and
-              // Node only asks the terminal for its size on one: its 'resize' then tells the command.
-              // Not once the terminal has hung up: the stream would emit an 'error' that `run` takes
-              // for a failed write of the output.
-              if (window && tty().isatty(1)) process.kill(process.pid, 'SIGWINCH');
             },
           });
       process.on('exit', restore);
@@ -136,7 +140,20 @@ export function connectPty(): PtyConnection {
  * pass on, and the command's terminal keeps its own (the default at the start).
  */
 function sizeOf(window: NodeJS.WriteStream | null): { cols: number; rows: number } | null {
-  if (!window) return null;
+  return window ? fitting(window.columns, window.rows) : null;
+}
+
+/** The window's size as the terminal says it now (an ioctl), not as Node last heard it. */
+function askedSize(window: NodeJS.WriteStream): { cols: number; rows: number } | null {
+  try {
+    const [cols, rows] = window.getWindowSize();
+    return fitting(cols, rows);
+  } catch {
+    return null;
+  }
+}
+
+function fitting(cols: number, rows: number): { cols: number; rows: number } | null {
   const fits = (n: number) => Number.isInteger(n) && n >= 1 && n <= MAX_PTY_CELLS;
-  return fits(window.columns) && fits(window.rows) ? { cols: window.columns, rows: window.rows } : null;
+  return fits(cols) && fits(rows) ? { cols, rows } : null;
 }
