@@ -134,4 +134,7 @@ function unreached(pid: number, count: number, notes: readonly string[]): Error 
 export default treeKill;
 // `require('procwarden/tree-kill')` is then the function itself, as `require('tree-kill')` is: Node
 // 20.19+, 22.12+ and 24 load an ES module from require() and return this export when it exists.
+// Left out of the types (stripInternal): a string as an export name is TypeScript 5.6+ syntax, and
+// with it in dist/tree-kill.d.ts every ES module resolution on TS 5.5 and older failed to parse.
+/** @internal */
 export { treeKill as 'module.exports' };
