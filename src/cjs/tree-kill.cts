@@ -7,7 +7,8 @@
  * (Node 20.19+, 22.12+, 24) this hands out the ES module's own function (its `module.exports`
  * export), so a `ProcwardenError` it reports is the class `import('procwarden')` and
  * `require('procwarden')` give, and every caller shares the same state. Only where Node cannot
- * (older 20 and 22 releases: ERR_REQUIRE_ESM) does it load tree-kill-commonjs.cjs, the CommonJS
+ * (older 20 and 22 releases: ERR_REQUIRE_ESM; a loader that runs each .js as CommonJS, as Jest's
+ * does: a SyntaxError) does it load tree-kill-commonjs.cjs, the CommonJS
  * build of the same source; that build shares its chunks with the CLI, so the package carries no
  * second copy of the library for it. (There, `require('procwarden')` fails anyway; only a program
  * that also import()s the package holds two copies: check `error.code`, not `instanceof`, there.)
@@ -36,7 +37,11 @@ function load(): TreeKill {
     const loaded = require('../tree-kill.js') as Esm['treeKill'] | Esm;
     return typeof loaded === 'function' ? loaded : loaded.treeKill;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException | null)?.code !== 'ERR_REQUIRE_ESM') throw error;
+    // ERR_REQUIRE_ESM from Node; a SyntaxError (Unexpected token 'export') from a loader that runs
+    // every .js file as CommonJS, as Jest's does unless told to load ES modules (Jest 29, and Jest
+    // 30 where require() cannot load one). tree-kill is CommonJS and loads there.
+    const failed = error as NodeJS.ErrnoException | null;
+    if (failed?.code !== 'ERR_REQUIRE_ESM' && failed?.name !== 'SyntaxError') throw error;
     return (require('./tree-kill-commonjs.cjs') as Esm).treeKill;
   }
 }
