@@ -100,7 +100,7 @@ export class Supervisor {
     if (this.logChars > MAX_LOG_CHARS) {
       throw new ProcwardenError(
         'INVALID_OPTION',
-        `logChars: ${this.logChars} is more than one read can return (${MAX_LOG_CHARS} characters); poll more often, or stream the output with onData, onBytes or file.`,
+        `logChars: ${this.logChars} is more than one read can return (${MAX_LOG_CHARS} characters); keep a smaller log and read it more often, or stream the output with onData, onBytes or file.`,
       );
     }
     this.stateDir = options.stateDir === undefined ? defaultStateDir() : checkStateDir(options.stateDir);
