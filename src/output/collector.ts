@@ -24,8 +24,9 @@ export interface TextLog {
  * Everything a run's output goes through: one UTF-8 decoder per stream for onData and the log (a
  * character split across chunks decodes whole), bounded capture, and the optional file sink.
  * Without onData, a stream whose every chunk so far was ASCII is not decoded at all: its chunks go
- * to the log as bytes (a decoder that has only seen whole ASCII characters holds nothing back). `push` says
- * when a consumer is behind (a promise), so that the launcher can stop reading: backpressure.
+ * to the log as bytes (a decoder that has only seen whole ASCII characters holds nothing back).
+ * `push` says when a consumer is behind (a promise), so that the launcher can stop reading:
+ * backpressure.
  */
 export class OutputCollector {
   private readonly captures = new Map<StreamName, BoundedCapture>();
