@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, stat } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type Clock, realClock } from '../src/clock.js';
 import { Supervisor } from '../src/index.js';
 import { BoundedCapture } from '../src/output/index.js';
 import { alive, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
@@ -204,6 +205,48 @@ describe('the drain after the end (invariant 5)', () => {
     );
     process.kill(escapee, 'SIGKILL');
     await waitFor(() => !alive(escapee), { what: 'the escapee gone' });
+  });
+});
+
+describe('the drain after a stall of the host', () => {
+  it('output that came while the host could not run is read, not dropped as pipes merely held open', async () => {
+    // A clock that, once the drain's timer (the only wait of about 137 ms) is armed, stalls the
+    // host for 800 ms from an I/O callback: the background job's line and the pipes' end arrive
+    // meanwhile, and when the loop runs again the expired timer comes before the poll that would
+    // read them.
+    const DRAIN = 137;
+    const stall = () => {
+      const until = Date.now() + 800;
+      while (Date.now() < until) {
+        // the host is not scheduled
+      }
+    };
+    const stalling: Clock = {
+      ...realClock,
+      setTimeout: (fn, ms) => {
+        const timer = realClock.setTimeout(fn, ms);
+        // The window's rest, read off the clock: a hair under DRAIN.
+        if (ms > DRAIN - 20 && ms <= DRAIN) stat('/', stall);
+        return timer;
+      },
+    };
+    const stalled = new Supervisor({ clock: stalling, journal: false, watchdog: false });
+    leaks.trackCookie(stalled.id);
+    for (let i = 0; i < 2; i++) {
+      const h = stalled.spawn({
+        argv: ['sh', '-c', '(sleep 0.05; echo late) & echo early'],
+        leftovers: 'keep',
+        drainMs: DRAIN,
+      });
+      leaks.track(h.pid);
+      const r = await h.result;
+      expect({ attempt: i, out: r.stdout.text, notes: r.notes }).toEqual({
+        attempt: i,
+        out: 'early\nlate\n',
+        notes: [],
+      });
+    }
+    await stalled.shutdown();
   });
 });
 

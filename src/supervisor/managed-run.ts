@@ -562,6 +562,9 @@ export class ManagedRun implements RunHandle {
         woke = true;
       });
       await within(clock, wake, Math.max(0, deadline - clock.now()));
+      // Nothing read yet: after a stall of this process (a loaded machine) its expired timers run
+      // before the poll that reads what the pipes got meanwhile. One turn of the loop lets it read.
+      if (!ended && !this.output.behind && this.output.received === before) await loopTurn();
       // Nothing read and nobody behind: the pipes are merely held open; let them go.
       if (!ended && !this.output.behind && this.output.received === before) return;
       if (!this.waitsForConsumer()) {
@@ -762,4 +765,9 @@ function isDirectory(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Resolves after the event loop's next poll for I/O (setImmediate runs in the phase after it). */
+function loopTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
