@@ -65,3 +65,8 @@ export function within(clock: Clock, promise: Promise<unknown>, ms: number): Pro
     promise.then(done, done);
   });
 }
+
+/** Resolves after the event loop's next poll for I/O (setImmediate runs in the phase after it). */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { type Clock, type TimerHandle, within } from '../clock.js';
+import { type Clock, nextTurn, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
@@ -564,7 +564,7 @@ export class ManagedRun implements RunHandle {
       await within(clock, wake, Math.max(0, deadline - clock.now()));
       // Nothing read yet: after a stall of this process (a loaded machine) its expired timers run
       // before the poll that reads what the pipes got meanwhile. One turn of the loop lets it read.
-      if (!ended && !this.output.behind && this.output.received === before) await loopTurn();
+      if (!ended && !this.output.behind && this.output.received === before) await nextTurn();
       // Nothing read and nobody behind: the pipes are merely held open; let them go.
       if (!ended && !this.output.behind && this.output.received === before) return;
       if (!this.waitsForConsumer()) {
@@ -765,9 +765,4 @@ function isDirectory(path: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** Resolves after the event loop's next poll for I/O (setImmediate runs in the phase after it). */
-function loopTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -1,11 +1,10 @@
+import { nextTurn } from '../clock.js';
 import type { EnvQuery, ProcessInfo, ProcessTable, Sweep } from './types.js';
 
 /** A table that can answer many sweeps in a single pass. */
 export interface BatchSweepTable extends ProcessTable {
   sweepMany?(queries: readonly EnvQuery[]): Promise<Sweep[]>;
 }
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * When many runs end at once (a shutdown of hundreds), each termination sequence asks for full
