@@ -59,6 +59,8 @@ function shellInTmux(dir: string, shell: string[] = ['sh', '-i']) {
     },
     /** Raw as procwarden sets it: no signals from keys (a shell's line editor keeps them). */
     raw: () => /(^|\s)-isig(\s|$)/.test(spawnSync('stty', ['-F', tty, '-a'], { encoding: 'utf8' }).stdout),
+    /** The window's size as its terminal holds it ("rows cols"). */
+    size: () => spawnSync('stty', ['-F', tty, 'size'], { encoding: 'utf8' }).stdout.trim(),
     close: () => spawnSync('tmux', ['-L', socket, 'kill-server']),
   };
 }
@@ -93,6 +95,9 @@ describe.skipIf(!hasTmux)('procwarden run --pty stopped and continued from a she
         await waitFor(() => state(cli) === 'T', { what: 'procwarden stopped' });
         // Changed while procwarden is stopped: its SIGWINCH goes to the shell, not to procwarden.
         t.tmux('resize-window', '-t', 'pw', '-x', '120', '-y', '40');
+        // tmux sets a pane's terminal size a moment after the command (it batches resizes): once it
+        // holds, only what procwarden asks of the terminal on fg can give it to the command.
+        await waitFor(() => t.size() === '40 120', { what: 'the window resized' });
         if (signal === 'SIGSTOP') {
           // Nothing can run on a SIGSTOP: the terminal stays raw (docs/pty.md), so the line is ended
           // with a newline, not the Enter that raw mode leaves a carriage return.
