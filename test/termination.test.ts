@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../src/clock.js';
+import { scanUntilSure } from '../src/containment/index.js';
 import { type ContainmentMode, Supervisor } from '../src/index.js';
-import { type KillTarget, terminate } from '../src/kill/index.js';
+import { type KillTarget, terminate, unconfirmed } from '../src/kill/index.js';
 import { type ProcessInfo, type ProcessTable, ProcfsTable } from '../src/tree/index.js';
 import { cgroupSkipReason } from './helpers/cgroups.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
@@ -528,20 +529,100 @@ describe('the SIGKILL chase runs out of time', () => {
   });
 });
 
+describe('an empty scan that could not be confirmed', () => {
+  const why = 'processes kept vanishing mid-scan faster than they could be read';
+
+  it('is never taken for a gone tree: the scans that stop what they read find the member, which is killed', async () => {
+    // A member that re-forks without pause: a plain scan (the grace's) sees its generations vanish
+    // and finds no one; a scan that stops on sight catches one. Here a real process ignoring
+    // SIGTERM stands in for the caught generation.
+    const table = new ProcfsTable();
+    const { child, member } = await ignoringTerm(table);
+    const scans: (boolean | undefined)[] = [];
+    const sent: string[] = [];
+    const caught = oneProcess(table, member, sent);
+    const target: KillTarget = {
+      async members(scan) {
+        scans.push(scan?.stopOnSight);
+        return scan?.stopOnSight ? caught.members() : unconfirmed(why);
+      },
+      signal: (sig, members) => caught.signal(sig, members),
+    };
+    const exited = new Promise((r) => child.once('exit', r));
+    const report = await terminate(target, {
+      signal: 'SIGTERM',
+      graceMs: 50,
+      clock: realClock,
+      table,
+      killTimeoutMs: 2000,
+    });
+    await exited;
+    expect(sent).toContain(`SIGKILL ${member.pid}`);
+    expect(report.killed).toBe(1);
+    expect(report.escaped).toBe(0);
+    // Settled in the end: nothing says it could not be confirmed.
+    expect(report.notes.join('\n')).not.toMatch(/could not be confirmed/);
+    expect(scans[0]).toBeUndefined();
+    expect(scans.at(-1)).toBe(true);
+  });
+
+  it('still unconfirmed when the SIGKILL chase runs out of time: one is counted as escaped, and the note says why', async () => {
+    const scans: (boolean | undefined)[] = [];
+    const target: KillTarget = {
+      async members(scan) {
+        scans.push(scan?.stopOnSight);
+        await new Promise((r) => setTimeout(r, 5));
+        return unconfirmed(why);
+      },
+      async signal() {
+        return [];
+      },
+    };
+    const report = await terminate(target, {
+      signal: 'SIGTERM',
+      graceMs: 30,
+      clock: realClock,
+      table: new ProcfsTable(),
+      killTimeoutMs: 150,
+    });
+    expect(report.escaped).toBe(1);
+    expect(report.escalated).toBe(true);
+    expect(report.notes.join('\n')).toMatch(
+      /processes kept vanishing mid-scan faster than they could be read when the 150 ms bound ran out: that nothing of the tree is left could not be confirmed; counted as escaped/,
+    );
+    // The grace kept looking until its end, then every scan stopped what it read.
+    expect(scans.filter((s) => s === undefined).length).toBeGreaterThan(1);
+    expect(scans.at(-1)).toBe(true);
+  });
+
+  it('scanUntilSure answers an empty tree it could not believe as unconfirmed, and one it could as empty', async () => {
+    const notes: string[] = [];
+    const vanishing = await scanUntilSure(
+      async () => ({ members: [], vanished: 2, unsettled: 0 }),
+      true,
+      notes,
+    );
+    expect([...vanishing]).toEqual([]);
+    expect(vanishing.unconfirmed).toBe(why);
+    // Said by whoever decides from it (a termination, the look for leftovers), not by every scan.
+    expect(notes).toEqual([]);
+    let calls = 0;
+    const settled = await scanUntilSure(
+      async () => ({ members: [], vanished: calls++ === 0 ? 1 : 0, unsettled: 0 }),
+      true,
+      notes,
+    );
+    expect(settled.unconfirmed).toBeUndefined();
+    expect(calls).toBe(2);
+  });
+});
+
 describe('the grace ends at once when escalated', () => {
   it('a wait between polls is cut short by the escalation, however long it was to be', async () => {
     // Where every read is a process launch (ps), polls are up to 250 ms apart. Here every wait of
     // 100 ms or more never ends on its own: only the escalation can end it.
     const table = new ProcfsTable();
-    const child = spawn('sh', ['-c', "trap '' TERM; exec sleep 30"], { stdio: 'ignore' });
-    leaks.track(child.pid);
-    const member = await waitFor(
-      () => {
-        const p = table.getSync(child.pid ?? 0);
-        return p?.command === 'sleep' ? p : undefined;
-      },
-      { what: 'sleep started' },
-    );
+    const { child, member } = await ignoringTerm(table);
     let stalled = 0;
     const clock = {
       now: realClock.now,
@@ -574,6 +655,20 @@ describe('the grace ends at once when escalated', () => {
     await exited;
   });
 });
+
+/** A `sleep` that ignores SIGTERM, once it runs (its identity read after the exec). */
+async function ignoringTerm(table: ProcfsTable): Promise<{ child: ChildProcess; member: ProcessInfo }> {
+  const child = spawn('sh', ['-c', "trap '' TERM; exec sleep 30"], { stdio: 'ignore' });
+  leaks.track(child.pid);
+  const member = await waitFor(
+    () => {
+      const p = table.getSync(child.pid ?? 0);
+      return p?.command === 'sleep' ? p : undefined;
+    },
+    { what: 'sleep started' },
+  );
+  return { child, member };
+}
 
 /** A target of one process while it is the same one, whose signals are recorded as "SIG pid". */
 function oneProcess(table: ProcfsTable, member: ProcessInfo, sent: string[]): KillTarget {

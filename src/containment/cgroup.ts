@@ -1,4 +1,4 @@
-import type { Deliverer, Guard, MemberScan } from '../kill/index.js';
+import { type Deliverer, type Guard, type MemberScan, type Members, unconfirmed } from '../kill/index.js';
 import { isGone, type ProcessInfo, type ProcessTable, stillAlive } from '../tree/index.js';
 import {
   holdsUnidentified,
@@ -70,7 +70,7 @@ export class CgroupContainment implements Containment {
     return { root: this.membership.rootInfo, members: this.membership.knownMembers };
   }
 
-  async members(scan?: MemberScan): Promise<ProcessInfo[]> {
+  async members(scan?: MemberScan): Promise<Members> {
     await this.guard.refresh(this.table);
     const out = await this.cgroupMembers();
     // Until the shim has written itself into cgroup.procs the root is outside; it has forked
@@ -85,7 +85,9 @@ export class CgroupContainment implements Containment {
     if (this.wide || (this.signalled && out.size === 0)) {
       const before = out.size;
       const onSight = scan?.stopOnSight ? (m: ProcessInfo) => this.deliverer.stopNow(m) : undefined;
-      for (const m of await this.membership.scan(onSight)) out.set(key(m), m);
+      const found = await this.membership.scan(onSight);
+      if (found.unconfirmed && out.size === 0) return unconfirmed(found.unconfirmed);
+      for (const m of found) out.set(key(m), m);
       if (!this.wide && out.size > before) {
         this.widen(`${out.size - before} member(s) of the run were outside cgroup ${this.cgroupPath}`);
       }

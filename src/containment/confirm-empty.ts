@@ -1,3 +1,4 @@
+import { type Members, unconfirmed } from '../kill/index.js';
 import type { ProcessInfo } from '../tree/index.js';
 
 /** One scan's members, and what it could not read. */
@@ -31,13 +32,16 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * new child is not always listed later) and none caught between two execs (the late fork of a
  * member's SIGTERM handler, re-parented away at once, has no tie to the run but its cookie until
  * its exec is done). A table that cannot tell what it missed (`sure` false: ps) always gets a
- * second look. A supervisor's scans and the watchdog's after a crash need the same care.
+ * second look. A supervisor's scans and the watchdog's after a crash need the same care. An empty
+ * tree it could not believe for processes that kept vanishing is answered as `unconfirmed`, never
+ * as gone: the caller decides (a termination stops what its scans read, and counts one as escaped
+ * if that does not settle it).
  */
 export async function scanUntilSure(
   scanOnce: () => Promise<ScanOutcome>,
   sure: boolean,
   notes: string[],
-): Promise<ProcessInfo[]> {
+): Promise<Members> {
   let scan = await scanOnce();
   for (let i = 0; scan.members.length === 0 && (scan.vanished > 0 || !sure) && i < CONFIRM_SCANS; i++) {
     scan = await scanOnce();
@@ -58,9 +62,7 @@ export async function scanUntilSure(
     );
   }
   if (scan.members.length === 0 && scan.vanished > 0) {
-    say(
-      'processes kept vanishing mid-scan faster than they could be read: that nothing of the tree is left could not be confirmed',
-    );
+    return unconfirmed('processes kept vanishing mid-scan faster than they could be read');
   }
   return scan.members;
 }

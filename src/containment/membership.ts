@@ -1,4 +1,4 @@
-import type { Guard } from '../kill/index.js';
+import type { Guard, Members } from '../kill/index.js';
 import { COOKIE_NAME, OUTER_COOKIES_NAME } from '../options/index.js';
 import {
   BLIND_START,
@@ -131,7 +131,7 @@ export class TreeMembership {
   }
 
   /** `onHolder`: called the moment a cookie holder is read (see EnvQuery.onHolder). */
-  async scan(onHolder?: (holder: ProcessInfo) => void): Promise<ProcessInfo[]> {
+  async scan(onHolder?: (holder: ProcessInfo) => void): Promise<Members> {
     if (this.nothingToFind()) return [];
     const proven = await this.proven();
     if (proven) return proven;

@@ -1,4 +1,4 @@
-import type { Deliverer, Guard, MemberScan } from '../kill/index.js';
+import type { Deliverer, Guard, MemberScan, Members } from '../kill/index.js';
 import type { ProcessInfo, ProcessTable } from '../tree/index.js';
 import { TreeMembership } from './membership.js';
 import type { Containment, LaunchPlan } from './types.js';
@@ -46,7 +46,7 @@ export abstract class ScannedContainment implements Containment {
     this.membership.identityNow();
   }
 
-  members(scan?: MemberScan): Promise<ProcessInfo[]> {
+  members(scan?: MemberScan): Promise<Members> {
     return this.membership.scan(scan?.stopOnSight ? (m) => this.deliverer.stopNow(m) : undefined);
   }
 

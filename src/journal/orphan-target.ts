@@ -5,7 +5,7 @@ import {
   scanUntilSure,
   unidentifiedMember,
 } from '../containment/index.js';
-import type { Deliverer, Guard, KillTarget } from '../kill/index.js';
+import type { Deliverer, Guard, KillTarget, Members } from '../kill/index.js';
 import { COOKIE_NAME, OUTER_COOKIES_NAME } from '../options/index.js';
 import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
 import type { CgroupRemains } from './cgroup-remains.js';
@@ -43,7 +43,7 @@ export class OrphanTarget implements KillTarget {
     return [...this.refusedSet];
   }
 
-  async members(): Promise<ProcessInfo[]> {
+  async members(): Promise<Members> {
     await this.guard.refresh(this.table);
     return scanUntilSure(() => this.scanOnce(), this.table.sweep !== undefined, this.extraNotes);
   }

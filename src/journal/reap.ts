@@ -212,7 +212,13 @@ async function reapOne(record: RunRecord, out: ReapedRun, ctx: ReapContext): Pro
   const found = await target.members();
   out.members = found.map((p) => ({ pid: p.pid, command: p.command }));
   const refused = () => [...refusedCgroup, ...target.refused];
-  if (ctx.dryRun) return { ...out, action: 'would-reap', notes: [...target.notes], refused: refused() };
+  if (ctx.dryRun) {
+    // Only a sequence's scans, which stop what they read, could settle it: a dry run says so.
+    const unsure = found.unconfirmed
+      ? [`${found.unconfirmed}: that nothing of the run is left could not be confirmed`]
+      : [];
+    return { ...out, action: 'would-reap', notes: [...target.notes, ...unsure], refused: refused() };
+  }
   const claim = await claimRun(ctx.journal.dir, record.runId, ctx.table);
   if (!claim.claimed) {
     // Left to the reaper that holds it; a claim that cannot be judged or taken is a person's to look at.

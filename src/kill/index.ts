@@ -1,6 +1,13 @@
 export { Deliverer, type Delivery, defaultSend, type SendSignal } from './deliver.js';
 export { Guard } from './guard.js';
 export { Taskkill, type TaskkillOutcome, type TaskkillRequest, type TaskkillResult } from './taskkill.js';
-export { type KillTarget, type MemberScan, type TerminatePlan, terminate } from './terminate.js';
+export {
+  type KillTarget,
+  type MemberScan,
+  type Members,
+  type TerminatePlan,
+  terminate,
+  unconfirmed,
+} from './terminate.js';
 export { signalTree, type TerminateTreeOptions, terminateTree } from './tree.js';
 export { type ChildHandle, type WindowsTargetOptions, WindowsTreeTarget } from './windows-target.js';

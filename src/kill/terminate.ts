@@ -11,7 +11,7 @@ export interface KillTarget {
    * moment it is read, not after the scan: the only way to catch a process that re-forks faster
    * than a scan completes.
    */
-  members(scan?: MemberScan): Promise<ProcessInfo[]>;
+  members(scan?: MemberScan): Promise<Members>;
   /**
    * Delivers `signal` to all of `members` at once; returns those it reached. With `only`, to them
    * and nobody else: no group signal that would also reach their group's other members.
@@ -24,6 +24,17 @@ export interface KillTarget {
 export interface MemberScan {
   stopOnSight?: boolean;
 }
+
+/**
+ * A scan's members. `unconfirmed` (why, in words): it found none, yet cannot rule out one it
+ * missed. Processes vanished between the listing and their read faster than they could be chased,
+ * which is what a member that re-forks under a new session without pause looks like to a scan
+ * that does not stop what it reads. The sequence treats the tree as alive then, never as gone.
+ */
+export type Members = ProcessInfo[] & { readonly unconfirmed?: string };
+
+/** An empty scan that cannot rule out a member it missed (see Members). */
+export const unconfirmed = (why: string): Members => Object.assign([], { unconfirmed: why });
 
 export interface TerminatePlan {
   signal: NodeJS.Signals;
@@ -155,11 +166,13 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     return reached;
   };
 
-  let members = await target.members();
+  let members: Members = await target.members();
   // The grace is what the tree gets after the graceful signal: it counts from the delivery, not
   // from the scan before it (slow on a loaded machine).
   let graceFrom = t0;
-  if (members.length > 0) {
+  // An unconfirmed empty scan is no proof that the tree is gone: it gets the whole sequence, whose
+  // later scans give the graceful signal to whatever they find.
+  if (members.length > 0 || members.unconfirmed) {
     const before = plan.signal === 'SIGKILL' ? undefined : plan.signalledBefore;
     const reached = await graceful(before ? members.filter((m) => !before(m)) : members);
     // Signalled by the host that started the sequence: waited for in the grace like the rest.
@@ -193,12 +206,13 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
         plan.onRepeatable?.(null);
       }
     }
-    if (members.length > 0) {
+    if (members.length > 0 || members.unconfirmed) {
       killedAt = clock.now();
       // kill(): the first signal was the SIGKILL; a second round before looking again only costs time.
       const kill = await killUntilGone(target, plan, members, send, plan.signal === 'SIGKILL');
       members = kill.left;
-      lost = kill.lost;
+      // None found at the end, and none ruled out: one is counted, never a false "none escaped".
+      lost = kill.lost + (kill.unconfirmed ? 1 : 0);
       const unreached = members.filter((m) => refused.has(key(m)));
       if (unreached.length > 0) {
         notes.push(
@@ -216,9 +230,14 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
             : `${survivors} process(es) still alive after SIGKILL for ${plan.killTimeoutMs ?? 3000} ms (uninterruptible, or re-forking faster than the tree could be read); counted as escaped`,
         );
       }
-      if (lost > 0) {
+      if (kill.unconfirmed) {
         notes.push(
-          `${lost} process(es) of a tree that kept forking under new sessions were gone before their SIGKILL when the ${plan.killTimeoutMs ?? 3000} ms bound ran out: what they forked last could not be looked for; counted as escaped`,
+          `${kill.unconfirmed} when the ${plan.killTimeoutMs ?? 3000} ms bound ran out: that nothing of the tree is left could not be confirmed; counted as escaped`,
+        );
+      }
+      if (kill.lost > 0) {
+        notes.push(
+          `${kill.lost} process(es) of a tree that kept forking under new sessions were gone before their SIGKILL when the ${plan.killTimeoutMs ?? 3000} ms bound ran out: what they forked last could not be looked for; counted as escaped`,
         );
       }
     }
@@ -283,7 +302,7 @@ async function waitForGrace(
   graceful: (m: ProcessInfo[]) => Promise<unknown>,
   t0: number,
   refused: ReadonlySet<string>,
-): Promise<ProcessInfo[]> {
+): Promise<Members> {
   const deadline = t0 + plan.graceMs;
   let from = 0;
   for (;;) {
@@ -295,10 +314,10 @@ async function waitForGrace(
     while (waitedFor < known.length && refused.has(key(known[waitedFor] as ProcessInfo))) {
       waitedFor = await firstAlive(plan.table, known, waitedFor + 1);
     }
-    let alive: ProcessInfo[] | null = null;
+    let alive: Members | null = null;
     if (waitedFor === known.length) {
       alive = await target.members();
-      if (alive.every((m) => refused.has(key(m)))) return alive;
+      if (!alive.unconfirmed && alive.every((m) => refused.has(key(m)))) return alive;
       // Forked after the first signal: they are members too and get the same graceful signal.
       const unseen = alive.filter((m) => !reports.has(key(m)));
       if (unseen.length > 0) await graceful(unseen);
@@ -322,20 +341,23 @@ async function waitForGrace(
 async function killUntilGone(
   target: KillTarget,
   plan: TerminatePlan,
-  first: ProcessInfo[],
+  first: Members,
   send: (signal: NodeJS.Signals, m: ProcessInfo[]) => Promise<ProcessInfo[]>,
   firstSent: boolean,
-): Promise<{ left: ProcessInfo[]; reforking: boolean; lost: number }> {
+): Promise<{ left: ProcessInfo[]; reforking: boolean; lost: number; unconfirmed?: string }> {
   const start = plan.clock.now();
   const giveUpAt = start + (plan.killTimeoutMs ?? 3000);
   const killed = new Set<string>();
   let reforking = false;
   let lost = 0;
-  let members = first;
+  let members: Members = first;
   let rounds = 0;
   // Once the tree re-forks, every scan stops what it finds as it reads it (see KillTarget.members).
   const scan = () => target.members(reforking ? { stopOnSight: true } : undefined);
-  while (members.length > 0) {
+  while (members.length > 0 || members.unconfirmed) {
+    // A tree whose processes vanish faster than a scan reads them is re-forking: from now on the
+    // scans stop what they read, which a process that hops without pause cannot outrun.
+    if (members.unconfirmed) reforking = true;
     if (killed.size > 0 && members.some((m) => !killed.has(key(m)))) {
       reforking = true;
       members = await freeze(target, plan, members, (m) => send('SIGSTOP', m), giveUpAt);
@@ -371,6 +393,7 @@ async function killUntilGone(
         // ignored a stop) may have forked its successor, and the bound leaves no scan to find it.
         if (reforking) lost = fresh.filter((m) => !reached.has(key(m))).length;
       }
+      if (members.unconfirmed) return { left: [], reforking, lost, unconfirmed: members.unconfirmed };
       break;
     }
   }
@@ -403,7 +426,7 @@ async function freeze(
   members: ProcessInfo[],
   stop: (m: ProcessInfo[]) => Promise<unknown>,
   giveUpAt: number,
-): Promise<ProcessInfo[]> {
+): Promise<Members> {
   const stopped = new Set<string>();
   let now = members;
   for (let round = 0; round < FREEZE_ROUNDS && plan.clock.now() < giveUpAt; round++) {

@@ -3,7 +3,7 @@ import { type Clock, nextTurn, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
-import { type ChildHandle, type SendSignal, terminate } from '../kill/index.js';
+import { type ChildHandle, type Members, type SendSignal, terminate } from '../kill/index.js';
 import { util } from '../lazy-builtins.js';
 import { checkPtyCells, type NormalSpec, normalizeSignal, oneOf, realtimeNumber } from '../options/index.js';
 import { OutputCollector, type TextLog } from '../output/index.js';
@@ -610,7 +610,7 @@ export class ManagedRun implements RunHandle {
   }
 
   private async handleLeftovers(): Promise<void> {
-    let members: ProcessInfo[];
+    let members: Members;
     try {
       members = await this.hold.members();
     } catch (error) {
@@ -623,7 +623,14 @@ export class ManagedRun implements RunHandle {
       return;
     }
     this.leftovers = members.length;
-    if (members.length > 0 && this.spec.leftovers === 'kill') this.beginTermination(this.spec.killSignal);
+    const found = members.length > 0 || members.unconfirmed;
+    // Unconfirmed: a termination's scans stop what they read, and settle it (see Members).
+    if (found && this.spec.leftovers === 'kill') this.beginTermination(this.spec.killSignal);
+    else if (members.unconfirmed) {
+      this.notes.push(
+        `${members.unconfirmed}: whether the command left processes behind could not be confirmed`,
+      );
+    }
   }
 
   private finish(report: TerminateReport | null): void {
