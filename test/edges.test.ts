@@ -3,7 +3,10 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'n
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CgroupHost } from '../src/containment/index.js';
-import { Supervisor } from '../src/index.js';
+import { type ReapedRun, reap, Supervisor } from '../src/index.js';
+import { RECORD_FORMAT, type RunRecord } from '../src/journal/index.js';
+import { OrphanTarget } from '../src/journal/orphan-target.js';
+import { Deliverer, Guard } from '../src/kill/index.js';
 import { ProcfsTable } from '../src/tree/index.js';
 import type { RunResult } from '../src/types.js';
 import { cgroupSkipReason, hostCgroups, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
@@ -176,7 +179,7 @@ describe.skipIf(perlSkip !== null)('a pid-hopper (item 3)', () => {
         });
         await waitFor(() => readPids(dir).get('hopper'), { what: 'hopper started' });
         handle.cancel('test');
-        await endedOrCounted(await handle.result, dir);
+        await endedOrCounted((await handle.result).tree, dir);
         expect(alive(other.pid as number)).toBe(true);
         expect(state(other.pid as number)).not.toBe('T');
       } finally {
@@ -199,7 +202,7 @@ describe.skipIf(perlSkip !== null)('a pid-hopper (item 3)', () => {
         });
         const result = await handle.result;
         expect(result.reason).toBe('exit');
-        await endedOrCounted(result, dir);
+        await endedOrCounted(result.tree, dir);
       } finally {
         writeFileSync(join(dir, 'stop'), ''); // a surviving chain ends itself
         await sup.shutdown({ graceMs: 0 });
@@ -208,19 +211,97 @@ describe.skipIf(perlSkip !== null)('a pid-hopper (item 3)', () => {
   }
 });
 
+describe.skipIf(perlSkip !== null)('a pid-hopper whose supervisor died (item 3)', () => {
+  it('reap ends it as a live supervisor would: its scans stop what they read', async () => {
+    // The host is killed while the hopper waits; reap's SIGTERM sets it hopping, so only the
+    // reaper's own scans can catch it.
+    const dir = leaks.trackDir(makeTmp('pw-edges-'));
+    const stateDir = leaks.trackDir(makeTmp('pw-edges-state-'));
+    const body = `exec /usr/bin/perl ${fixture('hopper.pl')} "$0" hopper`;
+    const host = startHost('host-one-run.mjs', [dir, stateDir, 'none', 'off', body]);
+    leaks.track(host.child.pid);
+    try {
+      await host.line('ready');
+      await waitFor(() => readPids(dir).get('hopper'), { what: 'hopper started' });
+      host.child.kill('SIGKILL');
+      await host.exited;
+      const report = await reap({ stateDir, graceMs: 200 });
+      expect(report.runs).toHaveLength(1);
+      const run = report.runs[0] as ReapedRun;
+      expect(run.action === 'reaped' || run.action === 'incomplete').toBe(true);
+      await endedOrCounted(run, dir, 'FIXTURE_DIR');
+    } finally {
+      writeFileSync(join(dir, 'stop'), ''); // a surviving chain ends itself
+    }
+  }, 60_000);
+
+  it("a reaper's scan asked to stop on sight stops each holder of the run's cookie as it reads it; unasked, none", async () => {
+    const cookie = `pw-edges-${process.pid}-${Date.now()}`;
+    const child = spawn('sleep', ['30'], {
+      env: { ...process.env, PROCWARDEN_RUN: cookie },
+      stdio: 'ignore',
+    });
+    leaks.track(child.pid);
+    const exited = new Promise((r) => child.once('exit', r));
+    const table = new ProcfsTable();
+    const root = await waitFor(
+      () => {
+        const p = table.getSync(child.pid ?? 0);
+        return p?.command === 'sleep' ? p : undefined;
+      },
+      { what: 'sleep started' },
+    );
+    const record: RunRecord = {
+      format: RECORD_FORMAT,
+      supervisorId: 'gone',
+      supervisorPid: 0,
+      supervisorStart: null,
+      runId: 'r1',
+      pid: root.pid,
+      pidStart: root.startTime,
+      pgid: null,
+      cookie,
+      cgroupPath: null,
+      startedAt: Date.now(),
+      killSignal: 'SIGTERM',
+      graceMs: 0,
+      command: 'sleep 30',
+    };
+    const sent: [number, string][] = [];
+    const guard = await Guard.load(table);
+    const deliverer = new Deliverer(table, guard, (pid, sig) => {
+      sent.push([pid, sig]);
+    });
+    const target = new OrphanTarget(record, table, guard, deliverer, null, []);
+    try {
+      expect((await target.members()).map((m) => m.pid)).toEqual([root.pid]);
+      expect(sent).toEqual([]);
+      expect((await target.members({ stopOnSight: true })).map((m) => m.pid)).toEqual([root.pid]);
+      expect(sent).toEqual([[root.pid, 'SIGSTOP']]);
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+});
+
 /**
  * A hopper's run is over: its chain is gone, or the result says it escaped, never a false
  * "escaped: 0". The heartbeat catches a chain that even the chasing sweep of `holders` missed.
  */
-async function endedOrCounted(result: RunResult, dir: string): Promise<void> {
+async function endedOrCounted(
+  end: { escaped: number; notes: readonly string[] },
+  dir: string,
+  mark = 'PW_EDGES_HOP',
+): Promise<void> {
   const beat = safeRead(join(dir, 'hopper.beat'));
-  const left = await holders('PW_EDGES_HOP', dir);
+  const left = await holders(mark, dir);
   await new Promise((r) => setTimeout(r, 300));
   if (left.length === 0 && safeRead(join(dir, 'hopper.beat')) !== beat) left.push(-1);
   if (left.length > 0) {
-    expect(result.tree.escaped).toBeGreaterThan(0);
+    expect(end.escaped).toBeGreaterThan(0);
     // ...with a note that says why (which one depends on what the last scans saw).
-    expect(result.tree.notes.join('\n')).toMatch(/counted as escaped/);
+    expect(end.notes.join('\n')).toMatch(/counted as escaped/);
   }
   expect(left).toEqual([]);
 }

@@ -571,7 +571,7 @@ describe('an empty scan that could not be confirmed', () => {
     const target: KillTarget = {
       async members(scan) {
         scans.push(scan?.stopOnSight);
-        await new Promise((r) => setTimeout(r, 5));
+        await new Promise((r) => setImmediate(r)); // a scan that costs (next to) nothing
         return unconfirmed(why);
       },
       async signal() {
@@ -593,6 +593,86 @@ describe('an empty scan that could not be confirmed', () => {
     // The grace kept looking until its end, then every scan stopped what it read.
     expect(scans.filter((s) => s === undefined).length).toBeGreaterThan(1);
     expect(scans.at(-1)).toBe(true);
+    // Paced (at least 1 ms apart, 25 ms at most), never scan after scan: back to back, this target
+    // was scanned tens of thousands of times in 180 ms.
+    expect(scans.length).toBeLessThan(400);
+  });
+
+  it("the last known member gone at the grace's end: a scan looks for what it forked, which is killed", async () => {
+    // No process here: a table and a target that answer as a member would that ignores SIGTERM
+    // until the grace's last read, then dies (between that read and the next), having forked a
+    // child that nothing has seen yet.
+    const info = (pid: number): ProcessInfo => ({
+      pid,
+      ppid: 1,
+      pgid: pid,
+      sid: pid,
+      startTime: '7',
+      state: 'S',
+      command: 'fake',
+    });
+    const [member, child] = [info(4_100_001), info(4_100_002)];
+    const sent: string[] = [];
+    let memberReads = 0;
+    const table: ProcessTable = {
+      name: 'fake',
+      list: async () => [],
+      get: async (pid) => {
+        if (pid === member.pid) return memberReads++ === 0 ? member : null;
+        return pid === child.pid && !sent.includes(`SIGKILL ${child.pid}`) ? child : null;
+      },
+    };
+    let scans = 0;
+    const target: KillTarget = {
+      async members() {
+        // The first scan, before the signal: the member. Every later one: the child, until killed.
+        if (scans++ === 0) return [member];
+        return (await table.get(child.pid)) ? [child] : [];
+      },
+      async signal(sig, members) {
+        for (const m of members) sent.push(`${sig} ${m.pid}`);
+        return members;
+      },
+    };
+    const report = await terminate(target, { signal: 'SIGTERM', graceMs: 0, clock: realClock, table });
+    expect(sent).toEqual([`SIGTERM ${member.pid}`, `SIGKILL ${child.pid}`]);
+    expect(report.escaped).toBe(0);
+    expect(report.members.find((m) => m.pid === child.pid)?.outcome).toBe('killed');
+  });
+
+  describe('the look for leftovers after a normal exit', () => {
+    /** procfs, but every sweep says a process vanished mid-read and finds no cookie holder. */
+    const vanishing = (): ProcessTable => {
+      const inner = new ProcfsTable();
+      return {
+        ...bound(inner),
+        sweep: async (query) => ({ ...(await inner.sweep(query)), holders: new Set(), vanished: 1 }),
+        births: () => null, // no proof that nothing was born: every look is a sweep
+      };
+    };
+
+    it("leftovers 'keep': the result says the look could not be confirmed, and comes", async () => {
+      const sup = new Supervisor({ table: vanishing(), journal: false });
+      const result = await sup.spawn({ argv: ['true'], containment: 'none', leftovers: 'keep' }).result;
+      expect(result.reason).toBe('exit');
+      expect(result.tree.leftovers).toBe(0);
+      expect(result.tree.escaped).toBe(0);
+      expect(result.notes.join('\n')).toMatch(
+        /kept vanishing.*: whether the command left processes behind could not be confirmed/,
+      );
+      await sup.shutdown();
+    });
+
+    it("leftovers 'kill': a termination looks until the kill timeout, then counts one as escaped", async () => {
+      const sup = new Supervisor({ table: vanishing(), journal: false });
+      const result = await sup.spawn({ argv: ['true'], containment: 'none', graceMs: 50 }).result;
+      expect(result.reason).toBe('exit');
+      expect(result.tree.report).not.toBeNull();
+      expect(result.tree.leftovers).toBe(0); // what the termination found
+      expect(result.tree.escaped).toBe(1);
+      expect(result.notes.join('\n')).toMatch(/could not be confirmed; counted as escaped/);
+      await sup.shutdown();
+    }, 20_000);
   });
 
   it('scanUntilSure answers an empty tree it could not believe as unconfirmed, and one it could as empty', async () => {

@@ -5,7 +5,7 @@ import {
   scanUntilSure,
   unidentifiedMember,
 } from '../containment/index.js';
-import type { Deliverer, Guard, KillTarget, Members } from '../kill/index.js';
+import type { Deliverer, Guard, KillTarget, MemberScan, Members } from '../kill/index.js';
 import { COOKIE_NAME, OUTER_COOKIES_NAME } from '../options/index.js';
 import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, type Sweep } from '../tree/index.js';
 import type { CgroupRemains } from './cgroup-remains.js';
@@ -43,13 +43,15 @@ export class OrphanTarget implements KillTarget {
     return [...this.refusedSet];
   }
 
-  async members(): Promise<Members> {
+  async members(scan?: MemberScan): Promise<Members> {
     await this.guard.refresh(this.table);
-    return scanUntilSure(() => this.scanOnce(), this.table.sweep !== undefined, this.extraNotes);
+    // As a live supervisor's scans do (see KillTarget.members): what re-forks is stopped as it is read.
+    const onHolder = scan?.stopOnSight ? (m: ProcessInfo) => this.deliverer.stopNow(m) : undefined;
+    return scanUntilSure(() => this.scanOnce(onHolder), this.table.sweep !== undefined, this.extraNotes);
   }
 
-  private async scanOnce(): Promise<ScanOutcome> {
-    const { processes: list, holders, vanished, unsettled = 0 } = await this.snapshot();
+  private async scanOnce(onHolder?: (holder: ProcessInfo) => void): Promise<ScanOutcome> {
+    const { processes: list, holders, vanished, unsettled = 0 } = await this.snapshot(onHolder);
     const byPid = new Map(list.map((p) => [p.pid, p]));
     const inCgroup = new Set(this.cgroup?.pids() ?? []);
     const found = new Map<string, ProcessInfo>();
@@ -128,7 +130,7 @@ export class OrphanTarget implements KillTarget {
    * supervisor when the root is unknown): an older process with the same value did not inherit it
    * from the run, as a live supervisor reasons too.
    */
-  private async snapshot(): Promise<Sweep> {
+  private async snapshot(onHolder?: (holder: ProcessInfo) => void): Promise<Sweep> {
     const { cookie, pidStart, supervisorStart } = this.record;
     const floor = Number(pidStart ?? supervisorStart);
     const bornAfter = (p: ProcessInfo | undefined) =>
@@ -141,6 +143,7 @@ export class OrphanTarget implements KillTarget {
         value: cookie,
         listName: OUTER_COOKIES_NAME,
         firstHolder,
+        onHolder,
       });
     }
     const processes = await this.table.list();

@@ -187,7 +187,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
             info: m,
           });
       }
-    plan.onSignalled?.(reached);
+    if (members.length > 0) plan.onSignalled?.(reached);
     graceFrom = clock.now();
     if (plan.signal !== 'SIGKILL') {
       let repeatable = true;
@@ -325,7 +325,12 @@ async function waitForGrace(
     const now = plan.clock.now();
     // SIGKILL goes out on time to the known members still alive (per-pid reads); a full scan
     // here would delay it by a whole /proc sweep. killUntilGone's scans find any others.
-    if (now >= deadline || plan.escalate?.aborted) return alive ?? aliveAmong(plan.table, known, from);
+    if (now >= deadline || plan.escalate?.aborted) {
+      if (alive) return alive;
+      // The last known member may have died since its read, forking first: then a scan decides.
+      const left = await aliveAmong(plan.table, known, from);
+      return left.length > 0 ? left : target.members();
+    }
     await sleep(plan.clock, Math.min(pace(now - t0, plan.table), deadline - now), plan.escalate);
   }
 }
@@ -369,10 +374,11 @@ async function killUntilGone(
     // every MAX_POLL_MS, and once they are all gone. Where a read by pid costs a launch, as a
     // scan does (ps), the scan comes at once: it takes longer to start than a SIGKILL to land, and
     // one it finds alive is killed again.
-    if (!plan.table.batchesReads) {
+    if (members.length > 0 && !plan.table.batchesReads) {
       await untilGone(plan, members, Math.min(plan.clock.now() + MAX_POLL_MS, giveUpAt), start);
-    } else if (rounds++ > 0) {
-      // Found alive by the last scan: paced as untilGone paces its reads.
+    } else if (members.length === 0 || rounds++ > 0) {
+      // Found alive by the last scan, or none to wait on (an unconfirmed empty scan): paced as
+      // untilGone paces its reads, never scan after scan with nothing in between.
       const now = plan.clock.now();
       await sleep(plan.clock, Math.max(0, Math.min(pace(now - start, plan.table), giveUpAt - now)));
     }

@@ -97,6 +97,8 @@ export class ManagedRun implements RunHandle {
   private readonly escalation = new AbortController();
   private settling = false;
   private leftovers = 0;
+  /** The look for leftovers could not rule out one it missed (see Members.unconfirmed). */
+  private leftoversUnsure = false;
   private unverified = false;
   /** When the launcher reported the exit (Unix ms, as Windows dates a process's creation). */
   private exitHeardAt: number | null = null;
@@ -605,7 +607,7 @@ export class ManagedRun implements RunHandle {
   /** A run that ended on its own, whose tree is gone: its remaining output is finite, wait for it. */
   private waitsForConsumer(): boolean {
     const natural = this.reason === 'exit' || this.reason === 'signal';
-    const treeGone = this.leftovers === 0 || this.termination !== undefined;
+    const treeGone = (this.leftovers === 0 && !this.leftoversUnsure) || this.termination !== undefined;
     return natural && treeGone && this.stopWaiting !== undefined;
   }
 
@@ -623,6 +625,7 @@ export class ManagedRun implements RunHandle {
       return;
     }
     this.leftovers = members.length;
+    this.leftoversUnsure = members.unconfirmed !== undefined;
     const found = members.length > 0 || members.unconfirmed;
     // Unconfirmed: a termination's scans stop what they read, and settle it (see Members).
     if (found && this.spec.leftovers === 'kill') this.beginTermination(this.spec.killSignal);
@@ -676,7 +679,8 @@ export class ManagedRun implements RunHandle {
         signalled: report?.signalled ?? 0,
         killed: report?.killed ?? 0,
         escaped: report?.escaped ?? 0,
-        leftovers: this.leftovers,
+        // An unsure look's count is what the termination it started found.
+        leftovers: this.leftoversUnsure && report ? report.members.length : this.leftovers,
         // One array: the result's notes, the tree's and the report's say the same things.
         report: report ? { ...report, notes } : null,
         notes,
