@@ -269,4 +269,24 @@ describe('a consumer that never catches up after a natural end', () => {
     expect(result.exitCode).toBe(0);
     expect(result.notes.join('\n')).toContain('a consumer was still behind when the run’s timeout came');
   });
+  it("the note comes also when the timeout's timer fires before the clock reads the deadline", async () => {
+    // Timers count whole milliseconds: one for 99.7 ms can fire at 99. Here every timer fires 3 ms
+    // early, and the run's timeout is still seen as come.
+    const early: Clock = {
+      ...realClock,
+      setTimeout: (fn, ms) => realClock.setTimeout(fn, Math.max(0, ms - 3)),
+    };
+    const hasty = new Supervisor({ clock: early, journal: false, watchdog: false });
+    leaks.trackCookie(hasty.id);
+    const h = hasty.spawn({
+      argv: ['sh', '-c', 'echo one; echo two'],
+      timeoutMs: 1000,
+      drainMs: 200,
+      output: { onData: () => new Promise<void>(() => {}) },
+    });
+    const result = await h.result;
+    expect(result.reason).toBe('exit');
+    expect(result.notes.join('\n')).toContain('a consumer was still behind when the run’s timeout came');
+    await hasty.shutdown();
+  });
 });
