@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI, startCli } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { typeSizeUntil } from './helpers/pty.js';
 
 // `procwarden run --pty` end to end: from a real terminal (tmux, when installed) and from a pipe.
 
@@ -34,25 +35,9 @@ function inTmux(dir: string, cli: string) {
     screen,
     shows: (text: string) =>
       waitFor(() => screen().includes(text), { what: `${JSON.stringify(text)} on screen` }),
-    /**
-     * Types `size` until the command answers `text`: after a resize, the window's SIGWINCH reaches
-     * procwarden, and through it the command's terminal, a moment later (longer on a loaded
-     * machine), and a `size` typed before that is answered with the old size.
-     */
-    answersSize: (text: string) => {
-      let typedAt = 0;
-      return waitFor(
-        () => {
-          if (screen().includes(text)) return true;
-          if (Date.now() - typedAt > 500) {
-            tmux('send-keys', '-t', 'pw', 'size', 'Enter');
-            typedAt = Date.now();
-          }
-          return false;
-        },
-        { what: `${JSON.stringify(text)} on screen` },
-      );
-    },
+    /** After a resize: the window's SIGWINCH reaches the command's terminal through procwarden. */
+    answersSize: (text: string) =>
+      typeSizeUntil(screen, () => tmux('send-keys', '-t', 'pw', 'size', 'Enter'), text),
     status: async () => {
       await waitFor(() => exists(join(dir, 'status')), { what: "procwarden's exit status" });
       return Number(readFileSync(join(dir, 'status'), 'utf8'));
