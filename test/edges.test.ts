@@ -179,7 +179,7 @@ describe.skipIf(perlSkip !== null)('a pid-hopper (item 3)', () => {
         });
         await waitFor(() => readPids(dir).get('hopper'), { what: 'hopper started' });
         handle.cancel('test');
-        await endedOrCounted((await handle.result).tree, dir);
+        await endedOrCounted((await handle.result).tree, dir, { mustEnd: mode === 'cgroup' });
         expect(alive(other.pid as number)).toBe(true);
         expect(state(other.pid as number)).not.toBe('T');
       } finally {
@@ -202,7 +202,7 @@ describe.skipIf(perlSkip !== null)('a pid-hopper (item 3)', () => {
         });
         const result = await handle.result;
         expect(result.reason).toBe('exit');
-        await endedOrCounted(result.tree, dir);
+        await endedOrCounted(result.tree, dir, { mustEnd: mode === 'cgroup' });
       } finally {
         writeFileSync(join(dir, 'stop'), ''); // a surviving chain ends itself
         await sup.shutdown({ graceMs: 0 });
@@ -229,7 +229,7 @@ describe.skipIf(perlSkip !== null)('a pid-hopper whose supervisor died (item 3)'
       expect(report.runs).toHaveLength(1);
       const run = report.runs[0] as ReapedRun;
       expect(run.action === 'reaped' || run.action === 'incomplete').toBe(true);
-      await endedOrCounted(run, dir, 'FIXTURE_DIR');
+      await endedOrCounted(run, dir, { mark: 'FIXTURE_DIR' });
     } finally {
       writeFileSync(join(dir, 'stop'), ''); // a surviving chain ends itself
     }
@@ -288,11 +288,14 @@ describe.skipIf(perlSkip !== null)('a pid-hopper whose supervisor died (item 3)'
 /**
  * A hopper's run is over: its chain is gone, or the result says it escaped, never a false
  * "escaped: 0". The heartbeat catches a chain that even the chasing sweep of `holders` missed.
+ * Only a cgroup must end it (cgroup.kill reaches every generation): elsewhere a chain that outran
+ * the chase for the whole kill timeout is counted as escaped, as documented (a full CI run on a
+ * busy machine saw it once in containment none).
  */
 async function endedOrCounted(
   end: { escaped: number; notes: readonly string[] },
   dir: string,
-  mark = 'PW_EDGES_HOP',
+  { mark = 'PW_EDGES_HOP', mustEnd = false } = {},
 ): Promise<void> {
   const beat = safeRead(join(dir, 'hopper.beat'));
   const left = await holders(mark, dir);
@@ -303,7 +306,7 @@ async function endedOrCounted(
     // ...with a note that says why (which one depends on what the last scans saw).
     expect(end.notes.join('\n')).toMatch(/counted as escaped/);
   }
-  expect(left).toEqual([]);
+  if (mustEnd) expect(left).toEqual([]);
 }
 
 describe.skipIf(cgroupSkip !== null)('a cgroup tampered with by its members (items 4, 5)', () => {

@@ -100,6 +100,30 @@ describe('procfs sweep', () => {
     await waitFor(() => !alive(child.pid ?? 0));
   });
 
+  it('a holder stopped on sight has the pids after it read at once: what it forked as it was stopped', () => {
+    // Each stop lands a moment after a fork: the child took the next free pid (61 is free, 64 is a
+    // thread of 60's, which is no process of its own), after the listing, before any re-listing.
+    const root = fakeProc([
+      { pid: 20, start: 100, env: 'A=1\0' },
+      { pid: 60, start: 100, env: 'PROCWARDEN_RUN=h\0' },
+    ]);
+    const fork = (pid: number, tgid = pid) => {
+      writeProc(root, { pid, start: 101, env: 'PROCWARDEN_RUN=h\0' });
+      writeFileSync(join(root, String(pid), 'status'), `Name:\tsh\nTgid:\t${tgid}\n`);
+    };
+    const stopped: number[] = [];
+    const onHolder = (p: ProcessInfo) => {
+      stopped.push(p.pid);
+      if (p.pid === 60) fork(62);
+      if (p.pid === 62) fork(63);
+      if (p.pid === 63) fork(64, 60); // a thread: /proc has an entry for it, which no listing shows
+    };
+    const [sweep] = new ProcfsTable(root).sweepManySync([{ name: 'PROCWARDEN_RUN', value: 'h', onHolder }]);
+    expect(stopped).toEqual([60, 62, 63]);
+    expect([...(sweep?.holders ?? [])].sort()).toEqual([60, 62, 63]);
+    expect(sweep?.vanished).toBe(0);
+  });
+
   it('matches whole entries only, the last one even without its NUL', () => {
     const root = fakeProc([
       { pid: 10, start: 5, env: 'A=1\0PROCWARDEN_RUN=abc\0' },

@@ -175,6 +175,7 @@ export class ProcfsTable implements ProcessTable {
           const value = envValue(env, name);
           if (value !== null) values.set(name, value);
         }
+        let stopped = false;
         if (values.size > 0) {
           queries.forEach((q, i) => {
             if (start < (floors[i] as number)) return;
@@ -183,13 +184,48 @@ export class ProcfsTable implements ProcessTable {
               (q.listName !== undefined && (values.get(q.listName)?.split(' ').includes(q.value) ?? false));
             if (!holds) return;
             holders[i]?.add(pid);
-            q.onHolder?.(info);
+            if (!q.onHolder) return;
+            q.onHolder(info);
+            stopped = true;
           });
+        }
+        if (stopped) {
+          processes.push(info);
+          lastStopped = pid;
+          if (!chasing) successors(pid, last);
+          return 'ok';
         }
       }
       processes.push(info);
       return 'ok';
     };
+    /**
+     * A holder stopped on sight may have forked a moment before its stop: its child most likely took
+     * one of the next pids (they are handed out in increasing order until they wrap) and, if it
+     * re-forks too, lives well under a millisecond, less than a listing of a busy /proc takes. So
+     * the next pids are read at once, until a few in a row hold no process; a thread's id is not a
+     * process's. A successor stopped in turn carries the read on past it (in a loop: a chain of
+     * thousands must not take as many stack frames).
+     */
+    const successors = (pid: number, last: boolean): void => {
+      chasing = true;
+      for (let next = pid + 1, misses = 0; misses < SUCCESSOR_MISSES; next++) {
+        if (listed.has(next)) continue;
+        if (this.processOf(next) !== next) {
+          misses++;
+          continue;
+        }
+        listed.add(next);
+        const outcome = read(next, last);
+        // Alive a moment ago: read again with the next pass (it may have forked, or be mid-exec).
+        if (outcome !== 'ok') probedAgain.push(next);
+        if (lastStopped === next) misses = 0;
+      }
+      chasing = false;
+    };
+    let probedAgain: number[] = [];
+    let chasing = false;
+    let lastStopped = 0;
     // A process that vanished or died mid-sweep may have forked first (a process that re-forks
     // under a new session again and again is always alive as one of its generations, yet each is
     // read after it exited): the pids that appeared since the listing are read at once, with those
@@ -198,7 +234,9 @@ export class ProcfsTable implements ProcessTable {
     // Before the listing: a birth after this read and before the listing is counted, so can only
     // make a later read differ (see ProcessTable.births).
     const births = this.births();
-    let batch = this.pids();
+    // Newest first: pids are handed out in increasing order (until they wrap), and the youngest
+    // processes are the likeliest to be gone, or to have forked, by the end of a long listing.
+    let batch = this.pids().reverse();
     const listed = new Set(batch);
     let vanished = 0;
     for (let pass = 0; pass < CHASE_PASSES && batch.length > 0; pass++) {
@@ -210,8 +248,13 @@ export class ProcfsTable implements ProcessTable {
         if (outcome === 'again') again.push(pid);
         if (outcome !== 'ok') vanished++;
       }
+      vanished += probedAgain.length;
+      again.push(...probedAgain);
+      probedAgain = [];
       if (vanished === 0) break;
-      const born = this.pids().filter((pid) => !listed.has(pid));
+      const born = this.pids()
+        .filter((pid) => !listed.has(pid))
+        .reverse();
       for (const pid of born) listed.add(pid);
       // Nothing born since and nothing to read again: whatever vanished left no one unread.
       if (born.length === 0 && again.length === 0) vanished = 0;
@@ -359,6 +402,8 @@ interface OldProcess {
 
 /** Re-listings of /proc in one sweep while processes keep vanishing (a busy host always has some). */
 const CHASE_PASSES = 32;
+/** Pids in a row without a process after which the read of a stopped holder's successors ends. */
+const SUCCESSOR_MISSES = 4;
 /** Reads of a live process whose environment is empty (mid-exec) before it is believed empty. */
 const MAX_REREADS = 3;
 
