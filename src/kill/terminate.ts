@@ -361,7 +361,7 @@ async function killUntilGone(
   const scan = () => target.members(reforking ? { stopOnSight: true } : undefined);
   while (members.length > 0 || members.unconfirmed) {
     // A tree whose processes vanish faster than a scan reads them is re-forking: from now on the
-    // scans stop what they read, which a process that hops without pause cannot outrun.
+    // scans stop what they read, which a process that hops without pause can rarely outrun.
     if (members.unconfirmed) reforking = true;
     if (killed.size > 0 && members.some((m) => !killed.has(key(m)))) {
       reforking = true;
