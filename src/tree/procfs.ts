@@ -190,10 +190,8 @@ export class ProcfsTable implements ProcessTable {
           });
         }
         if (stopped) {
-          processes.push(info);
           lastStopped = pid;
           if (!chasing) successors(pid, last);
-          return 'ok';
         }
       }
       processes.push(info);
