@@ -42,8 +42,14 @@ function shellInTmux(dir: string, shell: string[] = ['sh', '-i']) {
       try {
         await waitFor(() => screen().includes(text), { what: `${JSON.stringify(text)} on screen` });
       } catch (error) {
-        // What the screen showed instead is what tells a failure's cause.
-        throw new Error(`${(error as Error).message}; the screen:\n${screen()}`);
+        // What the screen showed instead is what tells a failure's cause; its last lines first,
+        // on the error's own line, since a CI log may keep only the lines near it.
+        const lines = screen()
+          .split('\n')
+          .filter((line) => line.trim() !== '');
+        throw new Error(
+          `${(error as Error).message}; the screen's last lines: ${JSON.stringify(lines.slice(-6))}; all of it:\n${lines.join('\n')}`,
+        );
       }
     },
     /** The terminal's settings as the shell sees them, from a command typed at its prompt. */
@@ -116,16 +122,22 @@ describe.skipIf(!hasTmux)('procwarden run --pty stopped and continued from a she
           expect(await t.settings('stty.bg')).toBe(before);
         }
 
-        t.type('fg', signal === 'SIGSTOP' ? 'C-j' : 'Enter');
-        await waitFor(() => state(cli) !== 'T' && t.raw(), { what: 'procwarden running, the terminal raw' });
         if (signal === 'SIGSTOP') {
+          t.type('fg', 'C-j');
+          await waitFor(() => state(cli) !== 'T' && t.raw(), {
+            what: 'procwarden running, the terminal raw',
+          });
           // Nothing of procwarden's ran on the stop, so its stdin was never let go: keys typed
           // right after fg may reach the command before procwarden's SIGCONT handler gave it the
           // size. They get the new one a moment later.
           await typeSizeUntil(t.screen, () => t.type('size', 'Enter'), 'size=40 120');
         } else {
-          // Its stdin is read again only after the command has the size: the first keys get it.
-          t.type('size', 'Enter');
+          // Typed ahead, at once with the fg: the shell reads its line, and the rest waits in the
+          // terminal for procwarden, which reads it only once the command has the new size.
+          t.type('fg', 'Enter', 'size', 'Enter');
+          await waitFor(() => state(cli) !== 'T' && t.raw(), {
+            what: 'procwarden running, the terminal raw',
+          });
           await t.shows('size=40 120');
         }
         t.type('quit', 'Enter');

@@ -103,14 +103,13 @@ export function connectPty(): PtyConnection {
                 listen(fresh);
               }
               // A window changed while we were stopped sent its SIGWINCH to the shell, not to us.
-              // The command gets the size asked of the terminal now, before the terminal goes raw
-              // again: what is typed from then on reaches a command that already has it. Node only
-              // asks on a SIGWINCH, so one is sent too, to keep its columns and rows current. Not
-              // once the terminal has hung up: the stream would emit an 'error' that `run` takes for
-              // a failed write of the output.
+              // The command gets the size the terminal holds now, before the terminal goes raw
+              // again: what is typed from then on, keys typed ahead of `fg` too, reaches a command
+              // that already has it. Not once the terminal has hung up: the stream would emit an
+              // 'error' that `run` takes for a failed write of the output.
               if (window && tty().isatty(1)) {
-                resized(askedSize(window));
-                process.kill(process.pid, 'SIGWINCH');
+                refreshSize(window);
+                resized();
               }
               // Node skips a switch to the mode it believes set, and after a SIGSTOP the shell may
               // have put the terminal back in its own mode meanwhile.
@@ -143,14 +142,16 @@ function sizeOf(window: NodeJS.WriteStream | null): { cols: number; rows: number
   return window ? fitting(window.columns, window.rows) : null;
 }
 
-/** The window's size as the terminal says it now (an ioctl), not as Node last heard it. */
-function askedSize(window: NodeJS.WriteStream): { cols: number; rows: number } | null {
-  try {
-    const [cols, rows] = window.getWindowSize();
-    return fitting(cols, rows);
-  } catch {
-    return null;
-  }
+/**
+ * Has Node ask the terminal for the window's size now. Its columns and rows (getWindowSize() too)
+ * change only on a SIGWINCH, and one we send ourselves is handled after the input already waiting
+ * (libuv runs signal watchers last): too late for keys typed ahead. Its _refreshSize() is that
+ * ioctl, done at once, emitting 'resize' on a change; a Node without it still gets the SIGWINCH.
+ */
+function refreshSize(window: NodeJS.WriteStream): void {
+  const refresh = (window as NodeJS.WriteStream & { _refreshSize?: () => void })._refreshSize;
+  if (typeof refresh === 'function') refresh.call(window);
+  else process.kill(process.pid, 'SIGWINCH');
 }
 
 function fitting(cols: number, rows: number): { cols: number; rows: number } | null {
