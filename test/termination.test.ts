@@ -598,6 +598,35 @@ describe('an empty scan that could not be confirmed', () => {
     expect(scans.length).toBeLessThan(400);
   });
 
+  it('unconfirmed in the grace, then confirmed gone by the SIGKILL stage: no SIGKILL needed, none sent, none escaped', async () => {
+    const scans: (boolean | undefined)[] = [];
+    const sent: string[] = [];
+    const target: KillTarget = {
+      async members(scan) {
+        scans.push(scan?.stopOnSight);
+        // Processes vanished mid-scan while the grace looked; the first scan that stops what it
+        // reads finds the tree gone.
+        return scan?.stopOnSight ? [] : unconfirmed(why);
+      },
+      async signal(sig, members) {
+        for (const m of members) sent.push(`${sig} ${m.pid}`);
+        return members;
+      },
+    };
+    const report = await terminate(target, {
+      signal: 'SIGTERM',
+      graceMs: 30,
+      clock: realClock,
+      table: new ProcfsTable(),
+      killTimeoutMs: 2000,
+    });
+    expect(sent).toEqual([]);
+    expect(report.escaped).toBe(0);
+    expect(report.escalated).toBe(false);
+    expect(report.graceUsedMs).toBeNull();
+    expect(scans.at(-1)).toBe(true);
+  });
+
   it("the last known member gone at the grace's end: a scan looks for what it forked, which is killed", async () => {
     // No process here: a table and a target that answer as a member would that ignores SIGTERM
     // until the grace's last read, then dies (between that read and the next), having forked a

@@ -249,14 +249,18 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     if (r) r.outcome = 'escaped';
   }
   const list = [...reports.values()].map(({ info: _info, ...r }) => r);
+  // A SIGKILL stage that only looked (an unconfirmed scan, then none found) needed no SIGKILL; one
+  // that counts an escapee did, whether or not its SIGKILL could reach it.
+  const escaped = members.length + lost;
+  const escalated = killedAt !== null && (escaped > 0 || list.some((r) => r.outcome === 'killed'));
   return {
     members: list,
     signalled: list.filter((r) => r.signals.length > 0).length,
     killed: list.filter((r) => r.outcome === 'killed').length,
-    escaped: members.length + lost,
-    escalated: killedAt !== null,
+    escaped,
+    escalated,
     durationMs: Math.round(clock.now() - t0),
-    graceUsedMs: killedAt === null ? null : Math.round(killedAt - graceFrom),
+    graceUsedMs: escalated && killedAt !== null ? Math.round(killedAt - graceFrom) : null,
     notes: [...(target.notes ?? []), ...notes],
   };
 }
