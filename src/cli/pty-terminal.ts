@@ -34,6 +34,9 @@ export function connectPty(): PtyConnection {
         if (attached) input.resume();
       };
       const typed = (chunk: Buffer) => {
+        // Keys read before a SIGCONT handler ran (after a SIGSTOP nothing of ours ran to let the
+        // terminal go) or before a SIGWINCH was heard: the command gets the window's size first.
+        if (window && tty().isatty(1)) refreshSize(window);
         if (handle.stdin?.write(chunk) !== false) return;
         input.pause();
         handle.stdin.once('drain', resume);
@@ -108,7 +111,7 @@ export function connectPty(): PtyConnection {
               // that already has it. Not once the terminal has hung up: the stream would emit an
               // 'error' that `run` takes for a failed write of the output.
               if (window && tty().isatty(1)) {
-                refreshSize(window);
+                if (!refreshSize(window)) process.kill(process.pid, 'SIGWINCH');
                 resized();
               }
               // Node skips a switch to the mode it believes set, and after a SIGSTOP the shell may
@@ -143,15 +146,16 @@ function sizeOf(window: NodeJS.WriteStream | null): { cols: number; rows: number
 }
 
 /**
- * Has Node ask the terminal for the window's size now. Its columns and rows (getWindowSize() too)
- * change only on a SIGWINCH, and one we send ourselves is handled after the input already waiting
- * (libuv runs signal watchers last): too late for keys typed ahead. Its _refreshSize() is that
- * ioctl, done at once, emitting 'resize' on a change; a Node without it still gets the SIGWINCH.
+ * Has Node ask the terminal for the window's size now, emitting 'resize' on a change; false where
+ * it cannot. Its columns and rows (getWindowSize() too) change only on a SIGWINCH, and one we send
+ * ourselves is handled after the input already waiting (libuv runs signal watchers last): too late
+ * for keys typed ahead. Its _refreshSize() is that ioctl, done at once.
  */
-function refreshSize(window: NodeJS.WriteStream): void {
+function refreshSize(window: NodeJS.WriteStream): boolean {
   const refresh = (window as NodeJS.WriteStream & { _refreshSize?: () => void })._refreshSize;
-  if (typeof refresh === 'function') refresh.call(window);
-  else process.kill(process.pid, 'SIGWINCH');
+  if (typeof refresh !== 'function') return false;
+  refresh.call(window);
+  return true;
 }
 
 function fitting(cols: number, rows: number): { cols: number; rows: number } | null {

@@ -12,10 +12,9 @@ export function ptySkipReason(): string | null {
 }
 
 /**
- * Types `size` (with `type`) until `screen()` shows `text`, once every 500 ms: a size can reach the
- * command's terminal a moment after the keys do (a SIGWINCH heard after them; after a SIGSTOP,
- * whatever procwarden had read before its SIGCONT handler ran), and a `size` typed before that is
- * answered with the old size.
+ * Types `size` (with `type`) until `screen()` shows `text`, once every 500 ms: tmux gives a pane's
+ * terminal its new size a moment after resize-window, and a `size` typed before that is answered
+ * with the old size.
  */
 export function typeSizeUntil(screen: () => string, type: () => void, text: string): Promise<true> {
   let typedAt = 0;
