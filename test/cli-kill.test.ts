@@ -369,11 +369,13 @@ describe.skipIf(nobodySkip !== null)(
 
     it('one that drops its privileges within the SIGKILL bound is killed then', async () => {
       // Root's until its parent is gone (its parent leaves on the SIGTERM of the round in which the
-      // child's own was refused), then nobody's: a later SIGKILL is not refused. Not after a fixed
-      // time: on a loaded machine the kill command itself took longer than that to start.
+      // child's own is refused), then, 300 ms later, nobody's: a later SIGKILL is not refused. Not
+      // after a fixed time from the start: on a loaded machine the kill command itself took longer
+      // than that to start. Not at once: the parent gets its SIGTERM first, and a kill command kept
+      // off the CPU between the two signals let the child drop its privileges before its own came.
       const { dir, parent, child } = await mixedTree(
         // (Dead is a zombie too: this test's process, blocked in spawnSync, reaps it only later.)
-        `sh -c 'until [ ! -e /proc/$PPID ] || grep -q "^State:.*Z" /proc/$PPID/status; do sleep 0.01; done; exec setpriv ${NOBODY.join(' ')} sleep 30'`,
+        `sh -c 'until [ ! -e /proc/$PPID ] || grep -q "^State:.*Z" /proc/$PPID/status; do sleep 0.01; done; sleep 0.3; exec setpriv ${NOBODY.join(' ')} sleep 30'`,
       );
       const { status, report } = killAsNobody(dir, parent);
       expect(status).toBe(0);

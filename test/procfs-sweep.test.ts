@@ -124,6 +124,27 @@ describe('procfs sweep', () => {
     expect(sweep?.vanished).toBe(0);
   });
 
+  it('hands processes and holders on in the order of their pids, though it reads the newest first', () => {
+    // Members are signalled one by one in this order: a parent before the children it forked.
+    const root = fakeProc([
+      { pid: 70, start: 100, env: 'PROCWARDEN_RUN=o\0' },
+      { pid: 71, start: 101, env: 'PROCWARDEN_RUN=o\0', ppid: 70 },
+      { pid: 75, start: 102, env: 'A=1\0' },
+      { pid: 79, start: 103, env: 'PROCWARDEN_RUN=o\0', ppid: 71 },
+    ]);
+    const read: number[] = [];
+    const table = new ProcfsTable(root);
+    const getSync = table.getSync.bind(table);
+    table.getSync = (pid: number) => {
+      read.push(pid);
+      return getSync(pid);
+    };
+    const [sweep] = table.sweepManySync([{ name: 'PROCWARDEN_RUN', value: 'o' }]);
+    expect(read.slice(0, 4)).toEqual([79, 75, 71, 70]);
+    expect(sweep?.processes.map((p) => p.pid)).toEqual([70, 71, 75, 79]);
+    expect([...(sweep?.holders ?? [])]).toEqual([70, 71, 79]);
+  });
+
   it('matches whole entries only, the last one even without its NUL', () => {
     const root = fakeProc([
       { pid: 10, start: 5, env: 'A=1\0PROCWARDEN_RUN=abc\0' },

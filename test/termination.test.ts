@@ -430,6 +430,49 @@ describe('kill() reads the tree before its first signal', () => {
   }
 });
 
+describe('members signalled one by one', () => {
+  it('none: a parent gets its signal before the children it forked, as old as they are', async () => {
+    // A shell whose foreground child died first would run its next command (here: touch a file)
+    // before its own signal came; so would a chain of them.
+    const sent: number[] = [];
+    const send = (pid: number, signal: NodeJS.Signals) => {
+      if (signal === 'SIGTERM') sent.push(pid);
+      process.kill(pid, signal);
+    };
+    const sup = new Supervisor({ journal: false, send });
+    const dir = leaks.trackDir(makeTmp());
+    const after = join(dir, 'went-on');
+    let out = '';
+    const handle = sup.spawn({
+      argv: ['sh', '-c', `sh -c 'sh -c "echo ready; sleep 30"; touch ${after}.2'; touch ${after}.1`],
+      containment: 'none',
+      output: { onData: (t) => (out += t) },
+    });
+    const root = handle.pid ?? 0;
+    leaks.track(root);
+    await waitFor(() => out.includes('ready'), { what: 'the chain started' });
+    // Root, child, grandchild, sleep: each the only child of the one before.
+    const childOf = (pid: number) => Number(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim());
+    const chain = await waitFor(
+      () => {
+        const pids = [root];
+        for (let pid = childOf(root); pid > 0 && pids.length < 4; pid = childOf(pid)) pids.push(pid);
+        return pids.length === 4 && readFileSync(`/proc/${pids[3]}/comm`, 'utf8').startsWith('sleep')
+          ? pids
+          : undefined;
+      },
+      { what: 'the chain down to sleep' },
+    );
+    for (const pid of chain) leaks.track(pid);
+    handle.cancel();
+    const r = await handle.result;
+    expect(sent).toEqual(chain);
+    expect(exists(`${after}.1`) || exists(`${after}.2`)).toBe(false);
+    expect(r.tree.escaped).toBe(0);
+    await sup.shutdown();
+  });
+});
+
 describe('the SIGKILL chase runs out of time', () => {
   it('in a tree that re-forks, members gone before their SIGKILL at the bound are counted as escaped', async () => {
     // A pid-hopper seen from the outside: every scan finds a new generation, gone by the time it is

@@ -266,9 +266,16 @@ export class ProcfsTable implements ProcessTable {
       return this.sweepManySync(queries.map((q) => ({ ...q, session: undefined })));
     }
     if (leftOut) this.addOwnAncestry(processes);
+    // Read newest first, handed on oldest first (by start time, then pid): members are signalled
+    // one by one in this order, and a parent signalled after its child could see it die and go on
+    // (a shell runs its next command, or exits with the child's status) before its own came.
+    processes.sort((a, b) => Number(a.startTime) - Number(b.startTime) || a.pid - b.pid);
+    const rank = new Map(processes.map((p, k) => [p.pid, k]));
+    const last = processes.length;
+    const byAge = (a: number, b: number) => (rank.get(a) ?? last) - (rank.get(b) ?? last) || a - b;
     return queries.map((_, i) => ({
       processes,
-      holders: holders[i] as Set<number>,
+      holders: new Set([...(holders[i] as Set<number>)].sort(byAge)),
       vanished,
       unsettled: unsettled.size,
       births: unreadable ? null : births,
