@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import tty from 'node:tty';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
@@ -82,6 +83,15 @@ async function startRun(t: ReturnType<typeof shellInTmux>, dir: string) {
   leaks.track(main);
   return { before, cli, main };
 }
+
+describe("Node's terminal streams", () => {
+  it('can be asked the window size at once (_refreshSize): what fg relies on before keys typed ahead', () => {
+    // Without it procwarden falls back to a SIGWINCH of its own, which libuv handles after the
+    // input already waiting: the type-ahead cases below would then fail only now and then.
+    const proto = tty.WriteStream.prototype as unknown as { _refreshSize?: unknown };
+    expect(typeof proto._refreshSize).toBe('function');
+  });
+});
 
 describe.skipIf(!hasTmux)('procwarden run --pty stopped and continued from a shell (tmux)', () => {
   for (const [signal, how] of [
