@@ -131,24 +131,15 @@ describe.skipIf(!hasTmux)('procwarden run --pty stopped and continued from a she
           expect(await t.settings('stty.bg')).toBe(before);
         }
 
-        if (signal === 'SIGSTOP') {
-          t.type('fg', 'C-j');
-          await waitFor(() => state(cli) !== 'T' && t.raw(), {
-            what: 'procwarden running, the terminal raw',
-          });
-          // Nothing of procwarden's ran on the stop, so its stdin was never let go: the first keys
-          // after fg may be read before its SIGCONT handler runs. The command gets the size first.
-          t.type('size', 'Enter');
-          await t.shows('size=40 120');
-        } else {
-          // Typed ahead, at once with the fg: the shell reads its line, and the rest waits in the
-          // terminal for procwarden, which reads it only once the command has the new size.
-          t.type('fg', 'Enter', 'size', 'Enter');
-          await waitFor(() => state(cli) !== 'T' && t.raw(), {
-            what: 'procwarden running, the terminal raw',
-          });
-          await t.shows('size=40 120');
-        }
+        // Nothing of procwarden's runs on a SIGSTOP, so its stdin is never let go: the first keys
+        // after fg may be read before its SIGCONT handler runs (and after a SIGSTOP the terminal is
+        // raw, so the shell would read keys typed ahead). After the others, keys typed ahead, at
+        // once with the fg: the shell reads its line, and the rest waits in the terminal for
+        // procwarden. Either way the command gets the new size before the keys.
+        t.type('fg', ...(signal === 'SIGSTOP' ? ['C-j'] : ['Enter', 'size', 'Enter']));
+        await waitFor(() => state(cli) !== 'T' && t.raw(), { what: 'procwarden running, the terminal raw' });
+        if (signal === 'SIGSTOP') t.type('size', 'Enter');
+        await t.shows('size=40 120');
         t.type('quit', 'Enter');
         await waitFor(() => !alive(main) && !alive(cli), { what: 'the command and procwarden gone' });
         t.type('echo status=$?', 'Enter');
