@@ -1,13 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { realClock } from '../src/clock.js';
+import { locateOwnCgroup } from '../src/containment/cgroup-fs.js';
 import { scanUntilSure } from '../src/containment/index.js';
 import { type ContainmentMode, Supervisor } from '../src/index.js';
 import { type KillTarget, terminate, unconfirmed } from '../src/kill/index.js';
 import { type ProcessInfo, type ProcessTable, ProcfsTable } from '../src/tree/index.js';
-import { cgroupSkipReason } from './helpers/cgroups.js';
+import { cgroupOf, cgroupSkipReason } from './helpers/cgroups.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
@@ -471,6 +472,73 @@ describe('members signalled one by one', () => {
     expect(r.tree.escaped).toBe(0);
     await sup.shutdown();
   });
+
+  it('a parent before its children where neither start times nor pids say so (one clock tick, pids wrapped)', async () => {
+    const at = (pid: number, ppid: number): ProcessInfo => ({
+      pid,
+      ppid,
+      pgid: 32700,
+      sid: 32700,
+      startTime: '5000',
+      state: 'S',
+      command: 'sh',
+    });
+    // Forked within one 10 ms tick, and the pids wrapped in between: the child's number is smaller.
+    const root = at(32700, 1);
+    const child = at(300, 32700);
+    const grandchild = at(301, 300);
+    const stranger = at(302, 1);
+    const order: number[][] = [];
+    let listed = true;
+    const target: KillTarget = {
+      async members() {
+        return listed ? [grandchild, stranger, child, root] : [];
+      },
+      async signal(_sig, members) {
+        order.push(members.map((m) => m.pid));
+        listed = false;
+        return members;
+      },
+    };
+    await terminate(target, { signal: 'SIGTERM', graceMs: 1000, clock: realClock, table: new ProcfsTable() });
+    expect(order[0]).toEqual([32700, 300, 301, 302]);
+  });
+
+  it.skipIf(skip !== null)(
+    "cgroup: a manager before the worker it moved into a cgroup of its own under the run's",
+    async () => {
+      // The run's cgroup.procs files are read deepest first, which listed the worker before its
+      // manager; a manager that saw its worker die first would start another (here: touch a file).
+      const sent: number[] = [];
+      const send = (pid: number, signal: NodeJS.Signals) => {
+        if (signal === 'SIGTERM') sent.push(pid);
+        process.kill(pid, signal);
+      };
+      const sup = new Supervisor({ journal: false, send });
+      const dir = leaks.trackDir(makeTmp());
+      let out = '';
+      const handle = sup.spawn({
+        argv: ['sh', '-c', `sleep 30 & echo "ready $!"; wait; touch ${join(dir, 'went-on')}`],
+        containment: 'cgroup',
+        output: { onData: (t) => (out += t) },
+      });
+      leaks.track(handle.pid);
+      const worker = await waitFor(() => Number(/ready (\d+)/.exec(out)?.[1]) || undefined, {
+        what: 'the worker started',
+      });
+      leaks.track(worker);
+      const where = locateOwnCgroup(readFileSync('/proc/self/mountinfo', 'utf8'), `0::${cgroupOf(worker)}\n`);
+      if (!('dir' in where)) throw new Error(`no cgroup directory for the worker: ${where.reason}`);
+      mkdirSync(join(where.dir, 'workers'));
+      writeFileSync(join(where.dir, 'workers', 'cgroup.procs'), String(worker));
+      handle.cancel();
+      const r = await handle.result;
+      expect(sent).toEqual([handle.pid, worker]);
+      expect(exists(join(dir, 'went-on'))).toBe(false);
+      expect(r.tree.escaped).toBe(0);
+      await sup.shutdown();
+    },
+  );
 });
 
 describe('the SIGKILL chase runs out of time', () => {

@@ -1,6 +1,6 @@
 import { type Clock, sleep } from '../clock.js';
 import { signalNumber } from '../options/index.js';
-import { type ProcessInfo, type ProcessTable, stillAlive } from '../tree/index.js';
+import { type ProcessInfo, type ProcessTable, parentsFirst, stillAlive } from '../tree/index.js';
 import type { MemberReport, TerminateReport } from '../types.js';
 
 /** What a termination sequence acts on: a containment, or an arbitrary existing tree. */
@@ -113,7 +113,7 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     only?: boolean,
   ): Promise<ProcessInfo[]> => {
     if (members.length === 0) return [];
-    const reached = await target.signal(signal, members, only);
+    const reached = await target.signal(signal, parentsFirst(members), only);
     record(reached, signal);
     // Listed, then gone (or refused) before its signal: still part of the report.
     const hit = new Set(reached.map(key));

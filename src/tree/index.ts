@@ -15,7 +15,7 @@ export { type BatchSweepTable, CoalescingTable } from './coalescing.js';
 export { liveThreadOf, ProcfsTable, parseStat, processOfStat } from './procfs.js';
 export { procfsProblem } from './procfs-check.js';
 export { PsTable, parsePs } from './ps.js';
-export { ancestorsOf, descendantsOf, indexOf, type SnapshotIndex } from './relations.js';
+export { ancestorsOf, descendantsOf, indexOf, parentsFirst, type SnapshotIndex } from './relations.js';
 export { type CommandResult, type CommandRunner, execRunner } from './runner.js';
 export { SnapshotTable } from './snapshot.js';
 export {

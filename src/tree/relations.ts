@@ -69,3 +69,24 @@ export function ancestorsOf(table: readonly ProcessInfo[], pid: number): Set<num
   }
   return out;
 }
+
+/**
+ * `members` with every one placed after its parent where that parent is among them, otherwise in
+ * the order given. Signalled one by one, a parent signalled after its child could see it die and
+ * go on (a shell runs its next command, a manager restarts its worker) before its own signal came.
+ * Start times cannot promise this order: they tick at 10 ms, and pids wrap.
+ */
+export function parentsFirst(members: readonly ProcessInfo[]): ProcessInfo[] {
+  const byPid = new Map(members.map((m) => [m.pid, m]));
+  const placed = new Set<ProcessInfo>();
+  const out: ProcessInfo[] = [];
+  for (const m of members) {
+    const chain: ProcessInfo[] = [];
+    for (let p: ProcessInfo | undefined = m; p && !placed.has(p); p = byPid.get(p.ppid)) {
+      placed.add(p);
+      chain.push(p);
+    }
+    for (let i = chain.length - 1; i >= 0; i--) out.push(chain[i] as ProcessInfo);
+  }
+  return out;
+}
