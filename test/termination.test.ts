@@ -432,15 +432,20 @@ describe('kill() reads the tree before its first signal', () => {
 });
 
 describe('members signalled one by one', () => {
-  it('none: a parent gets its signal before the children it forked, as old as they are', async () => {
-    // A shell whose foreground child died first would run its next command (here: touch a file)
-    // before its own signal came; so would a chain of them.
+  /** A supervisor whose SIGTERMs are listed in the order they were sent. */
+  const sigtermRecorder = () => {
     const sent: number[] = [];
     const send = (pid: number, signal: NodeJS.Signals) => {
       if (signal === 'SIGTERM') sent.push(pid);
       process.kill(pid, signal);
     };
-    const sup = new Supervisor({ journal: false, send });
+    return { sup: new Supervisor({ journal: false, send }), sent };
+  };
+
+  it('none: a parent gets its signal before the children it forked, as old as they are', async () => {
+    // A shell whose foreground child died first would run its next command (here: touch a file)
+    // before its own signal came; so would a chain of them.
+    const { sup, sent } = sigtermRecorder();
     const dir = leaks.trackDir(makeTmp());
     const after = join(dir, 'went-on');
     let out = '';
@@ -509,12 +514,7 @@ describe('members signalled one by one', () => {
     async () => {
       // The run's cgroup.procs files are read deepest first, which listed the worker before its
       // manager; a manager that saw its worker die first would start another (here: touch a file).
-      const sent: number[] = [];
-      const send = (pid: number, signal: NodeJS.Signals) => {
-        if (signal === 'SIGTERM') sent.push(pid);
-        process.kill(pid, signal);
-      };
-      const sup = new Supervisor({ journal: false, send });
+      const { sup, sent } = sigtermRecorder();
       const dir = leaks.trackDir(makeTmp());
       let out = '';
       const handle = sup.spawn({
