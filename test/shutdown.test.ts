@@ -70,49 +70,49 @@ describe('shutdown', () => {
     expect(journalFiles(stateDir)).toEqual([]);
   });
 
-  it('two supervisors with installSignalHandlers (one installed twice): SIGTERM waits for both, the exit callback runs once', async () => {
+  /**
+   * host-two-supervisors.mjs with `args`, sent `signal` once its busy run is up: how it exited, and
+   * whether that run's cleanup was done and its tree and records are gone.
+   */
+  async function twoSupervisors(args: string[], signal: NodeJS.Signals = 'SIGTERM') {
     const dir = leaks.trackDir(makeTmp('pw-host-'));
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));
-    const host = startHost('host-two-supervisors.mjs', [dir, stateDir]);
+    const host = startHost('host-two-supervisors.mjs', [dir, stateDir, ...args]);
     leaks.track(host.child.pid);
     leaks.trackCookie(await host.line('ready'));
     const pid = readPids(dir).get('main') as number;
-
-    host.child.kill('SIGTERM');
-    const { code, signal } = await host.exited;
-    expect({ code, signal }).toEqual({ code: 143, signal: null });
+    host.child.kill(signal);
+    const exited = await host.exited;
     // The busy supervisor's run finished its cleanup: the idle one did not end the process first.
     expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
-    expect(host.lines.filter((l) => l.startsWith('exit '))).toEqual(['exit 143']);
     expect(alive(pid)).toBe(false);
     expect(journalFiles(stateDir)).toEqual([]);
+    return { ...exited, host, exits: host.lines.filter((l) => l.startsWith('exit ')) };
+  }
+
+  it('two supervisors with installSignalHandlers (one installed twice): SIGTERM waits for both, the exit callback runs once', async () => {
+    const { code, signal, exits } = await twoSupervisors([]);
+    expect({ code, signal }).toEqual({ code: 143, signal: null });
+    expect(exits).toEqual(['exit 143']);
   });
 
   it('two supervisors, default exit: the idle one does not exit the process before the busy one is done', async () => {
-    const dir = leaks.trackDir(makeTmp('pw-host-'));
-    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
-    const host = startHost('host-two-supervisors.mjs', [dir, stateDir, 'default-exit']);
-    leaks.track(host.child.pid);
-    leaks.trackCookie(await host.line('ready'));
-    const pid = readPids(dir).get('main') as number;
-    host.child.kill('SIGTERM');
-    const { code } = await host.exited;
+    const { code } = await twoSupervisors(['default-exit']);
     expect(code).toBe(143);
-    expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
-    expect(alive(pid)).toBe(false);
-    expect(journalFiles(stateDir)).toEqual([]);
+  });
+
+  it('an exit callback that throws keeps no other from running, the default exit included (which runs last); its error is said', async () => {
+    const { code, exits, host } = await twoSupervisors(['mixed-throw']);
+    expect(code).toBe(143);
+    expect(exits).toEqual(['exit 143']);
+    expect(host.stderr()).toContain(
+      'an exit callback of installSignalHandlers threw: the exit callback failed',
+    );
   });
 
   it('installSignalHandlers({ signals: TERMINATING_SIGNALS }): SIGUSR2 shuts down too, exit 140', async () => {
-    const dir = leaks.trackDir(makeTmp('pw-host-'));
-    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
-    const host = startHost('host-two-supervisors.mjs', [dir, stateDir, ...TERMINATING_SIGNALS]);
-    leaks.track(host.child.pid);
-    leaks.trackCookie(await host.line('ready'));
-    host.child.kill('SIGUSR2');
-    const { code } = await host.exited;
+    const { code, exits } = await twoSupervisors([...TERMINATING_SIGNALS], 'SIGUSR2');
     expect(code).toBe(140);
-    expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
-    expect(host.lines.filter((l) => l.startsWith('exit '))).toEqual(['exit 140']);
+    expect(exits).toEqual(['exit 140']);
   });
 });

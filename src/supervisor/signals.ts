@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { ProcwardenError } from '../errors.js';
+import { describeThrown, ProcwardenError } from '../errors.js';
 import { checkDuration, elements, normalizeSignal, realtimeNumber } from '../options/index.js';
 import type { ShutdownOptions } from '../types.js';
 
@@ -128,7 +128,25 @@ class ProcessSignals {
     void Promise.allSettled(shutdowns).then(() => {
       // A custom callback may leave the process running: the next signal is a new shutdown.
       this.stopping = false;
-      for (const exit of exits) exit(code);
+      // The default, process.exit, last: it never returns. One that throws keeps none of the
+      // others from running; its error is thrown after them, as a listener's would be.
+      const failures: unknown[] = [];
+      for (const exit of exits) {
+        if (exit === defaultExit) continue;
+        try {
+          exit(code);
+        } catch (error) {
+          failures.push(error);
+        }
+      }
+      if (exits.has(defaultExit)) {
+        for (const error of failures)
+          process.stderr.write(
+            `procwarden: an exit callback of installSignalHandlers threw: ${describeThrown(error)}\n`,
+          );
+        defaultExit(code);
+      }
+      if (failures.length > 0) throw failures[0];
     });
   }
 }

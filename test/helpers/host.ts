@@ -9,11 +9,13 @@ export interface Host {
   /** Resolves with the rest of the first line starting with `prefix `. */
   line(prefix: string, timeoutMs?: number): Promise<string>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** What it wrote to stderr so far (also passed on to ours). */
+  stderr(): string;
 }
 
 export function startHost(script: string, args: string[], env: Record<string, string> = {}): Host {
   const child = spawn(process.execPath, [fixture(script), ...args], {
-    stdio: ['pipe', 'pipe', 'inherit'],
+    stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
   const lines: string[] = [];
@@ -24,6 +26,12 @@ export function startHost(script: string, args: string[], env: Record<string, st
     buffer = parts.pop() ?? '';
     lines.push(...parts);
   });
+  // Passed on as it comes (a failing host's stderr is what explains it), and kept to be asked.
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+    process.stderr.write(chunk);
+  });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
@@ -31,6 +39,7 @@ export function startHost(script: string, args: string[], env: Record<string, st
     child,
     lines,
     exited,
+    stderr: () => stderr,
     line: (prefix, timeoutMs = 20_000) =>
       waitFor(() => lines.find((l) => l.startsWith(`${prefix} `))?.slice(prefix.length + 1), {
         timeoutMs,
