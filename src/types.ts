@@ -90,8 +90,17 @@ export interface RunStdin {
    * write more after 'drain', as with a Writable. What is written anyway is still queued.
    */
   write(data: string | Uint8Array): boolean;
+  /**
+   * False once the input is over: end() was called, the command closed its stdin, or the run
+   * ended. What is written then is dropped.
+   */
+  readonly writable: boolean;
   end(): void;
-  /** 'drain': the input a false write() left waiting has been taken (or the run ended and dropped it). */
+  /**
+   * 'drain': the input a false write() left waiting has been taken, or dropped (the command closed
+   * its stdin, the run ended, or the input was already over): every false write() is followed by
+   * one, so a writer waiting for it never waits forever. Check `writable` to know which.
+   */
   once(event: 'drain', listener: () => void): this;
   on(event: 'drain', listener: () => void): this;
   off(event: 'drain', listener: () => void): this;

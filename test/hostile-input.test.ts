@@ -349,6 +349,24 @@ describe('handles', () => {
     expect((await b.result).detail).toBe('why');
   });
 
+  it('the options of cancel, shutdown and list are checked: a misspelt or mistyped one is INVALID_OPTION, not ignored', async () => {
+    const handle = sup.spawn({ argv: ['sleep', '30'] });
+    leaks.track(handle.pid);
+    const invalid = expect.objectContaining({ code: 'INVALID_OPTION' });
+    expect(() => handle.cancel('r', 'SIGINT' as never)).toThrow(invalid);
+    expect(() => handle.cancel('r', { sginal: 'SIGINT' } as never)).toThrow(invalid);
+    expect(['starting', 'running']).toContain(handle.state);
+    const own = new Supervisor();
+    expect(() => own.shutdown({ graceMS: 10 } as never)).toThrow(invalid);
+    expect(() => own.shutdown(5 as never)).toThrow(invalid);
+    expect(() => own.list({ scope: 5 } as never)).toThrow(invalid);
+    expect(() => own.list({ scop: 'x' } as never)).toThrow(invalid);
+    expect(own.list({ scope: 'x', state: 'running' })).toEqual([]);
+    await own.shutdown();
+    handle.cancel('r', { signal: 'SIGINT' });
+    expect((await handle.result).reason).toBe('cancelled');
+  });
+
   it('stdin.write of a number is INVALID_OPTION', async () => {
     const handle = sup.spawn({ argv: ['cat'], stdin: 'pipe' });
     leaks.track(handle.pid);

@@ -246,7 +246,11 @@ describe('input and size', () => {
     const result = await s.handle.result;
     expect(result.reason).toBe('exit');
     expect(result.exitCode).toBe(0);
+    // Dropped, and a writer waiting for 'drain' is let go all the same.
+    expect(stdin.writable).toBe(false);
+    const late = new Promise<void>((resolve) => stdin.once('drain', resolve));
     expect(stdin.write('late')).toBe(false);
+    await late;
   });
 
   it('a program driven through stdin: write a line, read the answer, end with EOT', async () => {

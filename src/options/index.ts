@@ -2,6 +2,7 @@ export { checkDuration, parseDuration, UNITS as DURATION_UNITS } from './duratio
 export {
   COOKIE_NAME,
   checkInput,
+  checkOptions,
   checkPtyCells,
   checkSwitch,
   DEFAULT_DRAIN_MS,

@@ -84,6 +84,26 @@ const KNOWN_KEYS = new Set<string>([
 const OUTPUT_KEYS = ['maxBytes', 'onData', 'onBytes', 'file', 'inherit'];
 const PTY_KEYS = ['cols', 'rows', 'term'];
 
+/**
+ * The options object of a call (cancel, shutdown, list): an object of known fields, or left out
+ * (undefined or null). A misspelt field would otherwise be ignored without a word.
+ */
+export function checkOptions(value: unknown, known: readonly string[], what: string, example: string): void {
+  if (value === undefined || value === null) return;
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw invalid(
+      `${what} takes an options object (${example}), or nothing; got ${showValue(value)}.`,
+      'INVALID_OPTION',
+    );
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key))
+      throw invalid(
+        `unknown ${what} option ${JSON.stringify(key)}; check its spelling (${what} takes ${known.join(', ')}).`,
+        'INVALID_OPTION',
+      );
+  }
+}
+
 /** A misspelt field of a nested option (`maxbytes`) is refused as one of the spec's own is. */
 function knownFields(value: object, known: readonly string[], what: string): void {
   for (const key of Object.keys(value)) {
@@ -249,7 +269,9 @@ function normalizeStdin(value: RunSpec['stdin']): NormalSpec['stdin'] {
   if (value === undefined || value === 'ignore') return { kind: 'ignore' };
   if (value === 'pipe' || value === 'inherit') return { kind: value };
   if (typeof value === 'string') return { kind: 'data', data: Buffer.from(value, 'utf8') };
-  if (value instanceof Uint8Array) return { kind: 'data', data: value };
+  // Copied: the caller may reuse its buffer once spawn() returns, and a run that waits (a
+  // replaceScope, a full pipe) writes it later.
+  if (value instanceof Uint8Array) return { kind: 'data', data: Buffer.from(value) };
   throw invalid("stdin must be 'ignore', 'pipe', 'inherit', a string or a Uint8Array.", 'INVALID_OPTION');
 }
 

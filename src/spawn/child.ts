@@ -96,18 +96,40 @@ function readPaced(stream: Readable, name: StreamName, events: LaunchEvents): vo
   });
 }
 
-/** The pipe's own backpressure: write() is the stream's, and its 'drain' is passed on. */
+/**
+ * The pipe's own backpressure: write() is the stream's, and its 'drain' is passed on. A pipe that
+ * closes with input still waiting (the command closed its stdin, or the run ended) never drains, so
+ * its close is a 'drain' too, as is a write after it: the input is dropped, and a writer waiting
+ * for 'drain' must not wait forever.
+ */
 class PipeInput extends EventEmitter implements RunStdin {
+  private owed = false;
+
   constructor(private readonly stream: Writable) {
     super();
     // EPIPE when the command closed its stdin early is the command's business, not a crash of ours.
     stream.on('error', () => {});
-    stream.on('drain', () => this.emit('drain'));
+    stream.on('drain', () => this.drained());
+    stream.on('close', () => this.drained());
+  }
+
+  private drained(): void {
+    if (!this.owed) return;
+    this.owed = false;
+    this.emit('drain');
+  }
+
+  get writable(): boolean {
+    return this.stream.writable;
   }
 
   write(data: string | Uint8Array): boolean {
     const input = checkInput(data);
-    return this.stream.writable ? this.stream.write(input) : false;
+    if (this.stream.writable && this.stream.write(input)) return true;
+    this.owed = true;
+    // Over already: nothing will drain or close now, and a writer waiting must still go on.
+    if (!this.stream.writable) process.nextTick(() => this.drained());
+    return false;
   }
 
   end(): void {

@@ -106,9 +106,18 @@ class PtyInput extends EventEmitter implements RunStdin {
     process.nextTick(() => this.emit('drain'));
   }
 
+  get writable(): boolean {
+    return !this.ended && !this.exited();
+  }
+
   write(data: string | Uint8Array): boolean {
     const input = checkInput(data);
-    if (this.ended || this.exited()) return false;
+    if (!this.writable) {
+      // Dropped: a writer waiting for 'drain' must still go on.
+      this.owed = true;
+      this.drained();
+      return false;
+    }
     const bytes = typeof input === 'string' ? Buffer.from(input, 'utf8') : Buffer.from(input);
     if (bytes.length === 0) return true;
     const last = bytes[bytes.length - 1];

@@ -5,7 +5,14 @@ import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type ChildHandle, type Members, type SendSignal, terminate } from '../kill/index.js';
 import { util } from '../lazy-builtins.js';
-import { checkPtyCells, type NormalSpec, normalizeSignal, oneOf, realtimeNumber } from '../options/index.js';
+import {
+  checkOptions,
+  checkPtyCells,
+  type NormalSpec,
+  normalizeSignal,
+  oneOf,
+  realtimeNumber,
+} from '../options/index.js';
 import { OutputCollector, type TextLog } from '../output/index.js';
 import { type Launched, type Launcher, lookUp } from '../spawn/index.js';
 import type { ProcessInfo, ProcessTable } from '../tree/index.js';
@@ -276,6 +283,7 @@ export class ManagedRun implements RunHandle {
   }
 
   cancel(reason?: string, options?: CancelOptions): void {
+    checkOptions(options, ['signal', 'ifIgnored'], 'cancel', "{ signal: 'SIGINT' }");
     const signal = options?.signal;
     const ifIgnored = oneOf(
       options?.ifIgnored,

@@ -3,7 +3,7 @@ import { CgroupHost } from '../containment/index.js';
 import { describeThrown, ProcwardenError, showValue } from '../errors.js';
 import { checkStateDir, defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
-import { checkDuration, checkSwitch, normalizeSpec } from '../options/index.js';
+import { checkDuration, checkOptions, checkSwitch, normalizeSpec } from '../options/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
 import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type {
@@ -87,7 +87,7 @@ export class Supervisor {
   private counter = 0;
 
   constructor(options: SupervisorOptions & SupervisorInternals = {}) {
-    checkOptions(options);
+    checkSupervisorOptions(options);
     this.clock = options.clock ?? realClock;
     this.table = options.table ?? shareScans(platformTable());
     this.send = options.send;
@@ -192,10 +192,16 @@ export class Supervisor {
 
   /** Runs known to this supervisor, oldest first, optionally of one scope and/or in given states. */
   list(filter?: RunFilter): RunInfo[] {
-    if (filter !== undefined && (typeof filter !== 'object' || filter === null))
+    if (filter === null)
       throw new ProcwardenError(
         'INVALID_OPTION',
         "list's filter must be an object, e.g. { scope: 'build' }.",
+      );
+    checkOptions(filter, ['scope', 'state'], 'list', "{ scope: 'build' }");
+    if (filter?.scope !== undefined && typeof filter.scope !== 'string')
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `list's scope must be a string; got ${typeof filter.scope}.`,
       );
     return this.registry.list(filter);
   }
@@ -257,12 +263,12 @@ export class Supervisor {
   shutdown(options: ShutdownOptions = {}): Promise<RunResult[]> {
     if (this.closing) return this.closing;
     // Checked before anything stops: a NaN window would SIGKILL every tree at once.
-    if (typeof options !== 'object' || options === null) {
+    if (options === null)
       throw new ProcwardenError(
         'INVALID_OPTION',
         'shutdown takes an options object ({ graceMs }), or nothing.',
       );
-    }
+    checkOptions(options, ['graceMs'], 'shutdown', '{ graceMs }');
     if (options.graceMs !== undefined) checkDuration(options.graceMs, 'shutdown graceMs');
     this.closing = this.stopEverything(options);
     return this.closing;
@@ -400,7 +406,7 @@ const OPTION_KEYS = [
 ];
 
 /** Misspelt or mistyped options are refused, as a run spec's are: `{ watchdog: 'no' }` is not false. */
-function checkOptions(options: unknown): void {
+function checkSupervisorOptions(options: unknown): void {
   if (typeof options !== 'object' || options === null) {
     throw new ProcwardenError(
       'INVALID_OPTION',
