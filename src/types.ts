@@ -91,8 +91,8 @@ export interface RunStdin {
    */
   write(data: string | Uint8Array): boolean;
   /**
-   * False once the input is over: end() was called, the command closed its stdin, or the run
-   * ended. What is written then is dropped.
+   * False once the input is over: end() was called, the run ended, or the command closed its
+   * stdin (in pipe mode seen at the next write after it). What is written then is dropped.
    */
   readonly writable: boolean;
   end(): void;

@@ -176,6 +176,52 @@ describe('procwarden run --pty from a pipe or a file', () => {
   });
 
   it.skipIf(process.platform !== 'linux')(
+    'once the command has exited, its input is no longer read while leftovers end: a flood waits in the pipe',
+    async () => {
+      // The input is over when the command exits; every write then says false with a 'drain' after
+      // it. The CLI resumed on that 'drain' and read its stdin as fast as it came, dropping it,
+      // through the leftovers' whole grace (1.3 GB in 1.8 s measured); keys typed at a terminal
+      // meanwhile were lost to the shell.
+      const cli = spawn(
+        process.execPath,
+        [
+          CLI,
+          'run',
+          '--pty',
+          '--grace',
+          '1500ms',
+          '--',
+          'sh',
+          '-c',
+          'trap "" TERM HUP; sleep 30 & sleep 0.3; exit 0',
+        ],
+        { stdio: ['pipe', 'ignore', 'pipe'] },
+      );
+      leaks.track(cli.pid);
+      const exited = new Promise<number | null>((resolve) => cli.once('exit', (code) => resolve(code)));
+      const input = cli.stdin as NonNullable<typeof cli.stdin>;
+      input.on('error', () => {}); // EPIPE once the CLI has exited
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      let taken = 0;
+      let over = false;
+      const pump = () => {
+        while (!over && input.writableLength < 1024 * 1024)
+          input.write(chunk, (error) => {
+            if (!error) taken += chunk.length;
+          });
+        if (!over) input.once('drain', pump);
+      };
+      pump();
+      const code = await exited;
+      over = true;
+      input.destroy();
+      expect(code).toBe(0);
+      expect(taken).toBeLessThan(16 * 1024 * 1024);
+    },
+    20_000,
+  );
+
+  it.skipIf(process.platform !== 'linux')(
     'a flood on stdin into a command that never reads: memory stays bounded, the run ends cleanly',
     async () => {
       // `yes | procwarden run --pty -- sleep 3`: the input used to be read as fast as `yes` wrote

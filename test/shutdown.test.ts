@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -83,6 +84,8 @@ describe('shutdown', () => {
     const pid = readPids(dir).get('main') as number;
     host.child.kill(signal);
     const exited = await host.exited;
+    // Its last lines may still be in the pipes when its exit is heard.
+    await Promise.race([once(host.child, 'close'), new Promise((r) => setTimeout(r, 5000))]);
     // The busy supervisor's run finished its cleanup: the idle one did not end the process first.
     expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
     expect(alive(pid)).toBe(false);

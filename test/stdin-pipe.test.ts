@@ -20,7 +20,7 @@ function fill(stdin: RunStdin): number {
 }
 
 /** Resolves 'drain', or 'none' if none came within `ms` (a writer left waiting). */
-const drainWithin = (stdin: RunStdin, ms = 5000) =>
+const drainWithin = (stdin: RunStdin, ms = 20_000) =>
   Promise.race([
     once(stdin as never, 'drain').then(() => 'drain'),
     new Promise((r) => setTimeout(() => r('none'), ms).unref()),

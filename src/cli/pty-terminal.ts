@@ -37,9 +37,12 @@ export function connectPty(): PtyConnection {
         // Keys read before a SIGCONT handler ran (after a SIGSTOP nothing of ours ran to let the
         // terminal go) or before a SIGWINCH was heard: the command gets the window's size first.
         if (window && tty().isatty(1)) refreshSize(window);
-        if (handle.stdin?.write(chunk) !== false) return;
+        const stdin = handle.stdin;
+        if (stdin?.write(chunk) !== false) return;
         input.pause();
-        handle.stdin.once('drain', resume);
+        // Over (the command exited): left paused until detach, so keys typed meanwhile stay in our
+        // terminal for the shell, and a pipe is not read and dropped as fast as it comes.
+        if (stdin.writable) stdin.once('drain', resume);
       };
       const ended = () => handle.stdin?.end();
       const resized = (now = sizeOf(window)) => {

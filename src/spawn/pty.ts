@@ -89,6 +89,7 @@ class PtyInput extends EventEmitter implements RunStdin {
   private ended = false;
   private lineOpen = false;
   private owed = false;
+  private draining = false;
 
   constructor(
     private readonly term: PtyTerminal,
@@ -100,10 +101,15 @@ class PtyInput extends EventEmitter implements RunStdin {
 
   /** The terminal took what was queued (or the run dropped it). */
   drained(): void {
-    if (!this.owed) return;
-    this.owed = false;
-    // As a Writable does: never from inside the write() that a listener may be making.
-    process.nextTick(() => this.emit('drain'));
+    if (!this.owed || this.draining) return;
+    this.draining = true;
+    // As a Writable does: never from inside the write() that a listener may be making, and once
+    // for the false writes made before it goes out.
+    process.nextTick(() => {
+      this.draining = false;
+      this.owed = false;
+      this.emit('drain');
+    });
   }
 
   get writable(): boolean {

@@ -146,7 +146,12 @@ class ProcessSignals {
           );
         defaultExit(code);
       }
-      if (failures.length > 0) throw failures[0];
+      if (failures.length === 1) throw failures[0];
+      if (failures.length > 1)
+        throw new AggregateError(
+          failures,
+          `${failures.length} exit callbacks of installSignalHandlers threw`,
+        );
     });
   }
 }
