@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI, startCli } from './helpers/cli.js';
@@ -133,6 +133,29 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
       }
     });
   }
+
+  it("keys typed while the command's leftovers end are the shell's: not read, the terminal cooked again", async () => {
+    // Once the command had exited, procwarden still read its terminal until the leftovers' grace
+    // was over: the first keys typed meanwhile were read and dropped (the rest stayed, unechoed).
+    const dir = leaks.trackDir(makeTmp());
+    const command = `echo $$ > ${dir}/cmd.pid; trap "" TERM HUP; sleep 30 & exit 0`;
+    const t = inTmux(
+      dir,
+      `${process.execPath} ${CLI} run --pty --grace 2s -- sh -c '${command}'; read -r line; echo "after=[$line]" > ${dir}/after`,
+    );
+    try {
+      const pid = await waitFor(() => readPids(dir).get('cmd'), { what: "the command's pid" });
+      leaks.track(pid);
+      // Reaped: procwarden has heard the exit, and its leftover's grace has begun.
+      await waitFor(() => !existsSync(`/proc/${pid}`), { what: 'the command reaped' });
+      t.tmux('send-keys', '-t', 'pw', 'typed in grace', 'Enter');
+      await t.status();
+      expect(readFileSync(join(dir, 'after'), 'utf8')).toBe('after=[typed in grace]\n');
+      expect(t.sttyRestored()).toBe(true);
+    } finally {
+      t.close();
+    }
+  });
 
   it('SIGTERM to procwarden: the command is stopped, status 143, the terminal is restored', async () => {
     const dir = leaks.trackDir(makeTmp());

@@ -66,6 +66,8 @@ export function connectPty(): PtyConnection {
       const restore = () => rawMode(false);
       // Closed by release(), to be opened anew by reclaim(); not a reader that ended by itself.
       let released = false;
+      // The command is gone; its leftovers may take their grace.
+      let over = false;
       const listen = (stream: NodeJS.ReadStream) => {
         input = stream;
         // A terminal hung up: its SIGHUP ends the run; a read error must not end procwarden first.
@@ -97,6 +99,7 @@ export function connectPty(): PtyConnection {
               }
             },
             reclaim() {
+              if (over) return;
               if (released && attached) {
                 released = false;
                 let fresh: NodeJS.ReadStream;
@@ -126,6 +129,18 @@ export function connectPty(): PtyConnection {
       process.on('exit', restore);
       window?.on('resize', resized);
       listen(stdin);
+      // Once the command is gone, nothing more is read: keys typed while its leftovers end stay in
+      // our terminal, cooked again, for the shell; a pipe keeps the rest of its input. A terminal
+      // is closed here (a paused one still reads a chunk into Node's buffer, and loses it).
+      void handle.commandEnded.then(() => {
+        over = true;
+        if (!attached) return;
+        if (input.isTTY && !input.destroyed) {
+          restore();
+          unlisten();
+          released = true;
+        } else input.pause();
+      });
       return () => {
         if (!attached) return;
         attached = false;
