@@ -95,21 +95,22 @@ export function checkOptions(value: unknown, known: readonly string[], what: str
       `${what} takes an options object (${example}), or nothing; got ${showValue(value)}.`,
       'INVALID_OPTION',
     );
-  for (const key of Object.keys(value)) {
-    if (!known.includes(key))
-      throw invalid(
-        `unknown ${what} option ${JSON.stringify(key)}; check its spelling (${what} takes ${known.join(', ')}).`,
-        'INVALID_OPTION',
-      );
-  }
+  knownFields(value, known, what, 'option', 'INVALID_OPTION');
 }
 
 /** A misspelt field of a nested option (`maxbytes`) is refused as one of the spec's own is. */
-function knownFields(value: object, known: readonly string[], what: string): void {
+function knownFields(
+  value: object,
+  known: readonly string[],
+  what: string,
+  noun = 'field',
+  code: 'INVALID_SPEC' | 'INVALID_OPTION' = 'INVALID_SPEC',
+): void {
   for (const key of Object.keys(value)) {
     if (!known.includes(key))
       throw invalid(
-        `unknown ${what} field ${JSON.stringify(key)}; check its spelling (${what} takes ${known.join(', ')}).`,
+        `unknown ${what} ${noun} ${JSON.stringify(key)}; check its spelling (${what} takes ${known.join(', ')}).`,
+        code,
       );
   }
 }
