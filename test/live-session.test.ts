@@ -304,17 +304,6 @@ describe('children and close, misuse', () => {
     expect(pool.size).toBe(0);
   });
 
-  it('a command that cannot be started gives a session that closes with error and says why', async () => {
-    const pool = new LiveSessionPool({ supervisor: sup, clock: new ManualClock(), env: {} });
-    const session = await pool.acquire('k', { argv: ['/nonexistent/agent-cli'] });
-    const event = await session.closed;
-    expect(event.reason).toBe('error');
-    expect(event.detail).toContain('could not be started');
-    expect(event.result.reason).toBe('spawn-error');
-    expect(codeOf(() => session.beginTurn())).toBe('LIVE_SESSION_CLOSED');
-    expect(pool.size).toBe(0);
-  });
-
   it('a process that exits on its own closes the session with error', async () => {
     const { session, agent } = await start();
     const turn = session.beginTurn();

@@ -2,15 +2,22 @@ import type * as Crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { RunSpec } from '../types.js';
 
-/** When the caller gives none: what the process was started with (argv, cwd, env, mode, shell, inherited descriptors). */
+/**
+ * When the caller gives none: what the process was started with (argv, cwd, env, extendEnv, mode,
+ * shell, inherited descriptors).
+ */
 export function specFingerprint(spec: RunSpec): string {
-  const env = Object.entries(spec.env ?? {})
-    .filter(([, value]) => value !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  // A variable set to undefined is removed from what the process inherits: a spec that scrubs a
+  // secret must not be handed the session of one that kept it.
+  const given = spec.env ?? {};
+  const env = Object.keys(given)
+    .sort()
+    .map((name) => [name, given[name] ?? null]);
   const identity = JSON.stringify([
     spec.argv,
     spec.cwd ?? null,
     env,
+    spec.extendEnv ?? true,
     spec.mode ?? 'child',
     spec.shell ?? false,
     // Descriptors can only be given at the start: a session started without them never has them.

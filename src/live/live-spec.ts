@@ -1,7 +1,8 @@
 import { ProcwardenError } from '../errors.js';
 import { normalizeSpec } from '../options/index.js';
-import { checkWritable } from '../output/index.js';
+import { checkWritable, isThenable } from '../output/index.js';
 import type { RunSpec, StreamName } from '../types.js';
+import { checkCommandFound } from './command-found.js';
 
 /**
  * A copy of the spec as acquire() was given it, down to the parts a caller could still change
@@ -43,16 +44,21 @@ export function checkLiveSpec(spec: RunSpec): void {
   // As given (a non-object output would be spread into one below), then as it will be spawned,
   // the session's own onData included (output.inherit cannot have one).
   normalizeSpec({ ...spec, stdin: 'pipe' }, 'live-spec-check');
-  const spawned = normalizeSpec(
-    liveSpec(spec, () => {}),
-    'live-spec-check',
-  );
+  const spawned = normalizeSpec(liveSpec(spec, { output: () => {}, consumer: () => {} }), 'live-spec-check');
   // Opened only at the spawn, after any eviction: the likely failures are checked now.
   if (spawned.file !== undefined) checkWritable(spawned.file);
+  checkCommandFound(spawned);
+}
+
+/** What the session reads of the output: the text, and whether the spec's consumer is behind. */
+export interface SessionReader {
+  output(text: string, stream: StreamName): void;
+  /** The spec's onData returned a promise (+1), or one of those settled (-1). */
+  consumer(waits: 1 | -1): void;
 }
 
 /** The session's process talks over stdin; its output also feeds the session (events, turn silence). */
-export function liveSpec(spec: RunSpec, onOutput: (text: string, stream: StreamName) => void): RunSpec {
+export function liveSpec(spec: RunSpec, reader: SessionReader): RunSpec {
   const userOnData = spec.output?.onData;
   return {
     ...spec,
@@ -62,9 +68,17 @@ export function liveSpec(spec: RunSpec, onOutput: (text: string, stream: StreamN
       // The session's own reading comes first and regardless: a throwing onData (recorded in the
       // run's notes by the output collector) must not blind the session's events and turn timers.
       onData: (text, stream) => {
-        onOutput(text, stream);
-        // Passed through: a promise it returns is the caller's backpressure.
-        return userOnData?.(text, stream);
+        reader.output(text, stream);
+        const returned = userOnData?.(text, stream);
+        if (!isThenable(returned)) return returned;
+        // Passed through: the promise is the caller's backpressure, and while it is pending the
+        // process may be blocked on a full pipe, which a turn must not take for silence.
+        reader.consumer(1);
+        const settled = () => reader.consumer(-1);
+        return Promise.resolve(returned).then(settled, (error) => {
+          settled();
+          throw error;
+        });
       },
     },
   };

@@ -98,8 +98,12 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       return Promise.reject(error);
     }
     const previous = this.queues.get(key) ?? Promise.resolve();
-    const next = previous.then(() => this.acquireNow(key, snapshot, checked));
-    const tail = next.catch(() => undefined);
+    const next = this.unlessAborted(previous, key, snapshot).then(() =>
+      this.acquireNow(key, snapshot, checked),
+    );
+    // The key's next acquire waits for this one to be over, and for the one before it: an acquire
+    // whose signal aborted while it waited gives up its turn, not the order.
+    const tail = Promise.all([previous, next.catch(() => undefined)]);
     this.queues.set(key, tail);
     void tail.then(() => {
       if (this.queues.get(key) === tail) this.queues.delete(key);
@@ -129,11 +133,11 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
         );
       }
       if (current.fingerprint !== fingerprint) void current.close('restart', 'fingerprint changed');
-      await current.closed;
+      await this.unlessAborted(current.closed, key, spec);
     }
     // Before a slot is made: a session that would end at once must not evict one for itself.
     this.assertNotAborted(key, spec);
-    await this.reserveSlot();
+    await this.reserveSlot(key, spec);
     try {
       return this.start(key, spec, fingerprint, options);
     } finally {
@@ -148,7 +152,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
    * Evicts the session idle the longest until a slot is free, or fails when none can go; the free
    * slot is reserved before anything else can run.
    */
-  private async reserveSlot(): Promise<void> {
+  private async reserveSlot(key: string, spec: RunSpec): Promise<void> {
     for (;;) {
       if (this.byKey.size + this.reserved < this.maxSessions) {
         this.assertOpen();
@@ -158,18 +162,22 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       this.assertOpen();
       const victim = this.longestIdle();
       if (victim) {
-        await victim.close('idle', `evicted: maxSessions (${this.maxSessions}) reached`);
+        await this.unlessAborted(
+          victim.close('idle', `evicted: maxSessions (${this.maxSessions}) reached`),
+          key,
+          spec,
+        );
         continue;
       }
       const closing = [...this.byKey.values()].find((s) => s.state === 'closing');
       if (closing) {
-        await closing.closed;
+        await this.unlessAborted(closing.closed, key, spec);
         continue;
       }
       if (this.reserved > 0) {
         // Another acquire is about to start its session: as if the acquires ran one after the
         // other, that session may then be evicted like any idle one.
-        await new Promise<void>((wake) => this.reservationWaiters.push(wake));
+        await this.unlessAborted(new Promise<void>((wake) => this.reservationWaiters.push(wake)), key, spec);
         continue;
       }
       throw new ProcwardenError(
@@ -213,8 +221,9 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
   private observe(session: LiveSession, name: keyof LiveSessionEvents, event: unknown): void {
     const forwarded = FORWARDED.find((n) => n === name);
     if (forwarded === undefined) return;
+    // Idle since its last turn ended or its last child was released: either counts as work.
     if (forwarded === 'closed') this.forget(session);
-    else if (forwarded === 'turn-start' || forwarded === 'turn-end') this.touch(session);
+    else if (forwarded !== 'close-deferred') this.touch(session);
     this.tell(forwarded, event);
   }
 
@@ -260,6 +269,38 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       if (warning) this.tell('warning', warning);
     }
     return this.envIdleTimeoutMs;
+  }
+
+  /**
+   * What an acquire waits for (its turn among the key's acquires, a restart's drain, room at the
+   * limit), given up as soon as the spec's signal aborts: the caller stops waiting at once, as
+   * with any abortable call, while what it waited for goes on for others.
+   */
+  private unlessAborted<T>(waiting: Promise<T>, key: string, spec: RunSpec): Promise<T> {
+    const signal = spec.signal;
+    if (!signal) return waiting;
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => {
+        try {
+          this.assertNotAborted(key, spec);
+        } catch (error) {
+          reject(error);
+        }
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      const done = () => signal.removeEventListener('abort', onAbort);
+      waiting.then(
+        (value) => {
+          done();
+          resolve(value);
+        },
+        (error) => {
+          done();
+          reject(error);
+        },
+      );
+      if (signal.aborted) onAbort();
+    });
   }
 
   /**

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../clock.js';
 import { describeThrown, ProcwardenError, showValue } from '../errors.js';
+import { checkInput } from '../options/index.js';
 import type { Supervisor } from '../supervisor/index.js';
 import type { CommandEnd, RunHandle, RunResult, RunSpec, StreamName } from '../types.js';
 import { callListener, type ListenerFailure } from './call-listener.js';
@@ -21,6 +22,8 @@ import type {
 } from './types.js';
 
 const CLOSE_REASONS: readonly LiveCloseReason[] = ['idle', 'restart', 'abort', 'error', 'shutdown'];
+/** Reasons that end the tree at once, children or not. */
+const IMMEDIATE: readonly LiveCloseReason[] = ['abort', 'error', 'shutdown'];
 
 interface ClosePlan {
   reason: LiveCloseReason;
@@ -72,6 +75,8 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
   private turn: LiveTurn | undefined;
   private turnCount = 0;
   private lastOutputTick: number;
+  /** Promises of the spec's onData not yet settled: the process may be blocked on that consumer. */
+  private consumerWaits = 0;
   private ending: (ClosePlan & { liveChildren: number }) | undefined;
   private readonly observer: SessionInit['observer'];
   private readonly abortSignal: AbortSignal | undefined;
@@ -91,7 +96,8 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     };
     this.turnHost = {
       clock: init.clock,
-      lastOutputAt: () => this.lastOutputTick,
+      // A process blocked on a consumer that is behind is not silent: it waits for us.
+      lastOutputAt: () => (this.consumerWaits > 0 ? this.clock.now() : this.lastOutputTick),
       endTurn: (turn, outcome) => this.endTurn(turn, outcome),
     };
     this.closed = new Promise((resolve) => {
@@ -114,7 +120,12 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     // exists, a constructor that throws would strand it with no session to end it.
     this.armIdle();
     try {
-      this.run = init.supervisor.spawn(liveSpec(init.spec, (text, stream) => this.onOutput(text, stream)));
+      this.run = init.supervisor.spawn(
+        liveSpec(init.spec, {
+          output: (text, stream) => this.onOutput(text, stream),
+          consumer: (waits) => this.onConsumer(waits),
+        }),
+      );
     } catch (error) {
       this.idleTimer.clear();
       throw error;
@@ -167,10 +178,13 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     return this.status === 'open' && !this.turn && this.children.count === 0;
   }
 
-  /** Writes to the process's stdin. */
+  /**
+   * Writes to the process's stdin (before the process exists, as while its spec's replaceScope
+   * waits, the input waits for it). False as a Writable says it: above the high-water mark.
+   */
   write(data: string | Uint8Array): boolean {
     if (this.status === 'closing' || this.status === 'closed') throw this.closedError('write to');
-    return this.run.stdin?.write(data) ?? false;
+    return this.run.stdin?.write(checkInput(data)) ?? false;
   }
 
   /**
@@ -218,9 +232,17 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
         `close(reason): ${showValue(reason)} is not one of ${CLOSE_REASONS.join(', ')}.`,
       );
     }
+    if (detail !== undefined && typeof detail !== 'string') {
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `close(reason, detail): the detail must be a string, got ${showValue(detail)}.`,
+      );
+    }
     if (this.status === 'closing' || this.status === 'closed' || !this.runLive) {
       // Not live: the run is ending on its own (its spec's timeout), and the session closes with
-      // the reason its end gives, not one that had nothing to end.
+      // the reason its end gives, not one that had nothing to end. An immediate close still cuts
+      // what the run may wait for (a consumer behind on output the process left): it closes now.
+      if (this.status !== 'closed' && IMMEDIATE.includes(reason)) this.run.cancel(closeText(reason, detail));
       await this.closed;
       return 'closed';
     }
@@ -316,6 +338,13 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     }
   }
 
+  /** The spec's onData returned a promise (+1) or one of those settled (-1). */
+  private onConsumer(waits: 1 | -1): void {
+    this.consumerWaits += waits;
+    // Caught up: the process could write again only from now, and its silence counts from now.
+    if (this.consumerWaits === 0) this.lastOutputTick = this.clock.now();
+  }
+
   private onOutput(text: string, stream: StreamName): void {
     this.lastOutputTick = this.clock.now();
     this.notify('output', text, stream);
@@ -326,8 +355,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
   private terminate(how: ClosePlan): void {
     if (this.status === 'closing' || this.status === 'closed') return;
     this.beginClosing(how);
-    const { reason, detail } = how;
-    this.run.cancel(`live session ${reason}${detail ? `: ${detail}` : ''}`);
+    this.run.cancel(closeText(how.reason, how.detail));
   }
 
   private beginClosing(how: ClosePlan): void {
@@ -445,6 +473,11 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
 /** What the session needs of a run's end: its command's (heard first) or its result. */
 type RunEnd = Pick<CommandEnd, 'reason' | 'detail'> &
   Partial<Pick<CommandEnd, 'exitCode' | 'exitSignal' | 'error'>>;
+
+/** The run's cancel reason for a close. */
+function closeText(reason: LiveCloseReason, detail: string | undefined): string {
+  return `live session ${reason}${detail ? `: ${detail}` : ''}`;
+}
 
 function closeReasonFor(result: RunEnd): LiveCloseReason {
   if (result.reason === 'aborted') return 'abort';

@@ -167,6 +167,7 @@ export class OutputCollector {
   }
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
+/** A promise, or anything awaited like one (a user callback's lazy thenable). */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | null)?.then === 'function';
 }

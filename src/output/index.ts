@@ -1,3 +1,3 @@
 export { BoundedCapture } from './capture.js';
-export { type CollectorOptions, OutputCollector, type TextLog } from './collector.js';
+export { type CollectorOptions, isThenable, OutputCollector, type TextLog } from './collector.js';
 export { checkWritable } from './file-sink.js';

@@ -28,6 +28,7 @@ import type {
   TerminateReport,
   UsedContainment,
 } from '../types.js';
+import { PendingInput } from './pending-input.js';
 
 /**
  * Far more than the pipes or socket pairs of a tree that is gone can still hold (a socket's send
@@ -122,6 +123,8 @@ export class ManagedRun implements RunHandle {
   private readonly onAbort = () => this.stop('aborted', abortDetail(this.spec.signal));
   /** Set while the drain waits for a slow consumer after a natural end: cancel/kill stop that wait. */
   private stopWaiting: (() => void) | undefined;
+  /** handle.stdin, when it was asked for before the command started (see PendingInput). */
+  private pendingInput: PendingInput | undefined;
 
   /** The spec; once the run settled, without what only a live run needs (see release()). */
   get spec(): NormalSpec {
@@ -183,7 +186,11 @@ export class ManagedRun implements RunHandle {
   }
 
   get stdin(): RunStdin | undefined {
-    return this.launched?.stdin;
+    if (this.launched) return this.launched.stdin;
+    // Waiting to start (replaceScope): input written meanwhile waits for the command.
+    if (this.spec.stdin.kind !== 'pipe' || this.status !== 'starting') return undefined;
+    this.pendingInput ??= new PendingInput();
+    return this.pendingInput;
   }
 
   get stopReason(): RunReason | undefined {
@@ -263,6 +270,7 @@ export class ManagedRun implements RunHandle {
       this.onSpawnError(error as NodeJS.ErrnoException);
       return;
     }
+    this.pendingInput?.attach(this.launched.stdin);
     const pid = this.launched.pid;
     if (pid === undefined) return; // the failure event follows
     const launched = this.launched;
@@ -656,6 +664,7 @@ export class ManagedRun implements RunHandle {
     this.status = 'exited';
     // A run that never launched (aborted or replaced before it started) ends its command here.
     this.endCommand();
+    this.pendingInput?.drop();
     const flushing = this.output.finish();
     if (!flushing) {
       this.complete(report);
