@@ -47,6 +47,35 @@ describe('the journal on disk', () => {
     }
   });
 
+  it('the stop record is written when the command dies of the signal at once and a member takes the grace', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-state-'));
+    const { Supervisor } = await import('../src/supervisor/supervisor.js');
+    for (const containment of ['process-group', 'cgroup'] as const) {
+      const sup = new Supervisor({ stateDir, watchdog: false });
+      try {
+        // The shell dies of SIGTERM at once; its child ignores it and lives through the grace.
+        const run = sup.spawn({
+          argv: ['sh', '-c', 'sh -c \'trap "" TERM; echo ready; sleep 30\' & wait'],
+          graceMs: 1500,
+          containment,
+        });
+        leaks.track(run.pid);
+        await waitFor(() => sup.read(run.id).text.includes('ready'), { what: 'the trap set' });
+        run.cancel();
+        expect((await run.commandEnded).exitSignal).toBe('SIGTERM');
+        // A host that died now would leave a reaper the record that says the grace has begun.
+        await waitFor(() => journalFiles(stateDir).some((f) => f.endsWith('.stop.json')), {
+          what: `the stop record (${containment})`,
+          timeoutMs: 1200,
+        });
+        expect((await run.result).escalated).toBe(true);
+        expect(journalFiles(stateDir)).toEqual([]);
+      } finally {
+        await sup.shutdown({ graceMs: 0 });
+      }
+    }
+  });
+
   it('a write that fails (file size limit: a full disk in miniature) leaves no temporary file', () => {
     const stateDir = leaks.trackDir(makeTmp('pw-state-'));
     // `ulimit -f 0` makes the first byte fail with EFBIG after the file was created, exactly as

@@ -660,6 +660,9 @@ export class ManagedRun implements RunHandle {
   private finish(report: TerminateReport | null): void {
     if (this.status === 'exited') return;
     this.clearTimers();
+    // The tree is gone: a stop record not written yet is not needed.
+    if (this.stopRecordTimer !== undefined) this.deps.clock.clearTimeout(this.stopRecordTimer);
+    this.stopRecordTimer = undefined;
     this.spec.signal?.removeEventListener('abort', this.onAbort);
     this.status = 'exited';
     // A run that never launched (aborted or replaced before it started) ends its command here.
@@ -744,13 +747,15 @@ export class ManagedRun implements RunHandle {
     };
   }
 
+  /**
+   * The run's own limits. Not the stop record's timer: a command that dies of the signal at once
+   * (a shell whose children trap it) leaves the tree in its grace, which a reaper must know of.
+   */
   private clearTimers(): void {
     if (this.overallTimer !== undefined) this.deps.clock.clearTimeout(this.overallTimer);
     if (this.silenceTimer !== undefined) this.deps.clock.clearTimeout(this.silenceTimer);
-    if (this.stopRecordTimer !== undefined) this.deps.clock.clearTimeout(this.stopRecordTimer);
     this.overallTimer = undefined;
     this.silenceTimer = undefined;
-    this.stopRecordTimer = undefined;
   }
 }
 
