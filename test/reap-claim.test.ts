@@ -157,43 +157,49 @@ describe('a reaper that dies mid-sequence', () => {
   });
 });
 
-describe('a run whose cgroup could not be removed', () => {
+/**
+ * A reap started from inside a run's tree after its host died: the shell that started it is the
+ * run's root and the reaper's parent, which a reap never signals. The run is not over: exit 1,
+ * INCOMPLETE, the records kept; once that shell is gone, a later reap ends the rest.
+ */
+async function reapFromInside(containment: 'cgroup' | 'process-group') {
+  const { dir, stateDir, host, ready, pids } = await hostWithRun(
+    containment,
+    'off',
+    (d, s) =>
+      `(sleep 300) & echo $! > "$0/sleep.pid"; echo $$ > "$0/sh.pid"; while [ ! -e "$0/go" ]; do sleep 0.05; done; "${process.execPath}" "${CLI}" reap --state-dir "${s}" > "${d}/inner.out" 2>&1; echo $? > "$0/inner.status"`,
+  );
+  host.child.kill('SIGKILL');
+  await host.exited;
+  const records = journalFiles(stateDir).sort();
+  writeFileSync(join(dir, 'go'), '');
+  const status = await waitFor(
+    () => (exists(join(dir, 'inner.status')) ? readFileSync(join(dir, 'inner.status'), 'utf8').trim() : null),
+    { timeoutMs: BOUND, what: 'the inner reap' },
+  );
+  const inner = readFileSync(join(dir, 'inner.out'), 'utf8');
+  // (With the inner reaper's stop record beside them: its signal went out.)
+  expect(journalFiles(stateDir), inner).toEqual(expect.arrayContaining(records));
+  expect(status, inner).toBe('1');
+  expect(inner).toMatch(/INCOMPLETE/);
+  expect(inner).toMatch(/is the run's, but it is this reaper's ancestor/);
+  await waitFor(() => !alive(pids.get('sh') as number), {
+    timeoutMs: BOUND,
+    what: 'the run shell exits',
+  });
+  const later = await reap({ stateDir, graceMs: 1000 });
+  expect(later.runs.map((r) => r.action)).toEqual(['reaped']);
+  expect([...pids.values()].some(alive)).toBe(false);
+  expect(journalFiles(stateDir)).toEqual([]);
+  if (ready.cgroup) expect(existsSync(ready.cgroup)).toBe(false);
+}
+
+describe('a reap from inside the run (its own ancestors are spared)', () => {
   const skip = cgroupSkipReason();
   it.skipIf(skip !== null)(
-    'a reap from inside the run (its own ancestors are spared, the cgroup stays busy) is incomplete: exit 1, records kept; a later reap ends it',
-    async () => {
-      const { dir, stateDir, host, ready, pids } = await hostWithRun(
-        'cgroup',
-        'off',
-        (d, s) =>
-          `(sleep 300) & echo $! > "$0/sleep.pid"; echo $$ > "$0/sh.pid"; while [ ! -e "$0/go" ]; do sleep 0.05; done; "${process.execPath}" "${CLI}" reap --state-dir "${s}" > "${d}/inner.out" 2>&1; echo $? > "$0/inner.status"`,
-      );
-      host.child.kill('SIGKILL');
-      await host.exited;
-      const records = journalFiles(stateDir).sort();
-      writeFileSync(join(dir, 'go'), '');
-      const status = await waitFor(
-        () =>
-          exists(join(dir, 'inner.status')) ? readFileSync(join(dir, 'inner.status'), 'utf8').trim() : null,
-        { timeoutMs: BOUND, what: 'the inner reap' },
-      );
-      const inner = readFileSync(join(dir, 'inner.out'), 'utf8');
-      // Its own parent shell kept the cgroup busy: not reaped, the records stay, the status says so.
-      // (With the inner reaper's stop record beside them: its signal went out.)
-      expect(journalFiles(stateDir), inner).toEqual(expect.arrayContaining(records));
-      expect(status, inner).toBe('1');
-      expect(inner).toMatch(/INCOMPLETE/);
-      expect(inner).toMatch(/EBUSY/);
-      // Once that shell is gone, a reap ends the rest and removes the cgroup.
-      await waitFor(() => !alive(pids.get('sh') as number), {
-        timeoutMs: BOUND,
-        what: 'the run shell exits',
-      });
-      const later = await reap({ stateDir, graceMs: 1000 });
-      expect(later.runs.map((r) => r.action)).toEqual(['reaped']);
-      expect([...pids.values()].some(alive)).toBe(false);
-      expect(journalFiles(stateDir)).toEqual([]);
-      expect(existsSync(ready.cgroup as string)).toBe(false);
-    },
+    'cgroup: incomplete, exit 1, records kept; a later reap ends it and removes the cgroup',
+    () => reapFromInside('cgroup'),
   );
+  it('process group: incomplete, exit 1, records kept (not "reaped" with the root alive); a later reap ends it', () =>
+    reapFromInside('process-group'));
 });

@@ -24,6 +24,8 @@ const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
 export class OrphanTarget implements KillTarget {
   private readonly known = new Map<string, ProcessInfo>();
   private readonly refusedSet = new Set<string>();
+  /** Members no reap may signal (itself, its ancestors, PID 1), by identity: each noted once. */
+  private readonly sparedSet = new Set<string>();
 
   constructor(
     private readonly record: RunRecord,
@@ -43,6 +45,14 @@ export class OrphanTarget implements KillTarget {
     return [...this.refusedSet];
   }
 
+  /**
+   * Members of the run that this reaper may not signal: itself or one of its ancestors (a reap
+   * started from inside the run's tree), or PID 1. Left alive, so the run is not over.
+   */
+  get spared(): number {
+    return this.sparedSet.size;
+  }
+
   async members(scan?: MemberScan): Promise<Members> {
     await this.guard.refresh(this.table);
     // As a live supervisor's scans do (see KillTarget.members): what re-forks is stopped as it is read.
@@ -56,7 +66,14 @@ export class OrphanTarget implements KillTarget {
     const inCgroup = new Set(this.cgroup?.pids() ?? []);
     const found = new Map<string, ProcessInfo>();
     const add = (p: ProcessInfo | undefined) => {
-      if (p && !isGone(p) && !this.guard.forbidsPid(p.pid)) found.set(key(p), p);
+      if (!p || isGone(p)) return;
+      if (!this.guard.forbidsPid(p.pid)) found.set(key(p), p);
+      else if (!this.sparedSet.has(key(p))) {
+        this.sparedSet.add(key(p));
+        this.extraNotes.push(
+          `pid ${p.pid} (${p.command}) is the run's, but it is ${p.pid === process.pid ? 'this reaper' : p.pid === 1 ? 'PID 1' : "this reaper's ancestor"}, which a reap never signals: left alive, and the record kept`,
+        );
+      }
     };
     const root = this.provenRoot(byPid, holders, inCgroup);
     if (root) add(root);

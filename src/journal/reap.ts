@@ -285,7 +285,9 @@ async function endClaimed(
   });
   const result: ReapedRun = {
     ...out,
-    action: report.escaped > 0 ? 'incomplete' : refused().length > 0 ? 'refused' : 'reaped',
+    // A member spared (this reaper's own ancestor) lives on: the run is not over.
+    action:
+      report.escaped > 0 || target.spared > 0 ? 'incomplete' : refused().length > 0 ? 'refused' : 'reaped',
     signalled: report.signalled,
     killed: report.killed,
     escaped: report.escaped,
