@@ -227,6 +227,41 @@ describe('reap trusts only what procwarden wrote (forged records; the victim mus
     },
   );
 
+  it.skipIf(!isRoot)(
+    `a state directory reached through a link another user can re-point is not trusted${isRoot ? '' : ' (skipped: not root, cannot chown)'}`,
+    async () => {
+      // The link points at a private directory, but it sits in a directory uid 65534 owns: they
+      // could point it at a directory of theirs after a check, and plant links there.
+      const base = leaks.trackDir(makeTmp('pw-link-'));
+      const target = join(base, 'private');
+      mkdirSync(target, { mode: 0o700 });
+      const theirs = join(base, 'theirs');
+      mkdirSync(theirs, { mode: 0o755 });
+      chownSync(theirs, 65534, 65534);
+      symlinkSync(target, join(theirs, 'state'));
+      const viaTheirs = join(theirs, 'state');
+      const sup = new Supervisor({ stateDir: viaTheirs, watchdog: false });
+      leaks.trackCookie(sup.id);
+      expect((await sup.spawn({ argv: ['true'] }).result).reason).toBe('exit');
+      expect(sup.journalProblems.join('\n')).toMatch(/state directory not trusted: .*theirs .*uid 65534/);
+      expect(journalFiles(target)).toEqual([]);
+      const report = await reap({ stateDir: viaTheirs });
+      expect(report.skipped).toEqual([
+        { file: viaTheirs, kind: 'untrusted', problem: expect.stringMatching(/owned by uid 65534/) },
+      ]);
+      // A link of theirs in a directory of ours: they cannot re-point it, but it is theirs to say
+      // where it leads; refused too. The same link of ours is trusted.
+      const link = join(base, 'their-link');
+      symlinkSync(target, link);
+      spawnSync('chown', ['-h', '65534:65534', link]);
+      const refused = await reap({ stateDir: link });
+      expect(refused.skipped[0]?.problem).toMatch(/symbolic link\) is owned by uid 65534/);
+      const ours = join(base, 'our-link');
+      symlinkSync(target, ours);
+      expect((await reap({ stateDir: ours })).skipped).toEqual([]);
+    },
+  );
+
   it('a supervisor refuses to journal into a directory reap would not trust, and says so', async () => {
     const stateDir = privateStateDir();
     chmodSync(stateDir, 0o777);

@@ -39,10 +39,9 @@ function privateDir(env: NodeJS.ProcessEnv): string | null {
     // name would overwrite each other's at every start.
     const wanted = join(base, `v8-${process.versions.v8}-${process.arch}`);
     makeDirs(wanted, 0o700);
-    // Entries are opened by this path, again at every start: the real path, once trusted, has no
-    // component anyone else could replace.
-    const dir = realpathSync.native(wanted);
-    return untrustedDir(dir) === null ? dir : null;
+    // Entries are opened by this path, again at every start: once every name and link on the way
+    // is trusted, no component of it can be replaced by anyone else.
+    return untrustedDir(wanted) === null ? realpathSync.native(wanted) : null;
   } catch {
     return null;
   }

@@ -1,5 +1,5 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, realpathSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readlinkSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 
 /**
  * ssh's StrictModes for the journal: a record can make reap kill processes, so it is only read
@@ -10,25 +10,56 @@ const uid = (): number | undefined => process.getuid?.();
 
 const octal = (mode: number) => `0${(mode & 0o7777).toString(8)}`;
 
+/** More symbolic links than this on one path is a loop, as the kernel's ELOOP says (40 on Linux). */
+const MAX_LINKS = 40;
+
 /**
- * Why records in `dir` must not be trusted, or null when they may be. The directory (followed to
- * its real path) must be owned by this user or root and writable by nobody else; so must every
- * directory above it, except a root-owned sticky one such as /tmp, where nobody can rename what
- * they do not own. Throws the errno error when a directory cannot be examined (ENOENT).
+ * Why records in `dir` must not be trusted, or null when they may be. The path is walked as the
+ * kernel resolves it, one name at a time: every directory on the way must be owned by this user
+ * or root and writable by nobody else, except a root-owned sticky one such as /tmp above the last
+ * (where nobody can rename what they do not own); every symbolic link on the way must be owned by
+ * this user or root, and what it points to is walked the same way. Checking only where the path
+ * ends up is not enough: a link in a directory someone else may write can be pointed elsewhere
+ * after the check. Throws the errno error when a name cannot be examined (ENOENT).
  */
 export function untrustedDir(dir: string): string | null {
   const me = uid();
   if (me === undefined) return null;
-  const real = realpathSync(dir);
-  for (let d = real, first = true; ; d = dirname(d), first = false) {
-    const st = lstatSync(d);
-    if (st.uid !== me && st.uid !== 0)
-      return `${d} is owned by uid ${st.uid}, neither this user (uid ${me}) nor root`;
-    const looseOk = !first && st.uid === 0 && (st.mode & 0o1000) !== 0;
-    if ((st.mode & 0o022) !== 0 && !looseOk)
-      return `${d} is writable by group or others (mode ${octal(st.mode)})`;
-    if (d === dirname(d)) return null;
+  const owned = (path: string, st: { uid: number }, what: string) =>
+    st.uid !== me && st.uid !== 0
+      ? `${path} (${what}) is owned by uid ${st.uid}, neither this user (uid ${me}) nor root`
+      : null;
+  const loose = (path: string, st: { uid: number; mode: number }, last: boolean) =>
+    (st.mode & 0o022) !== 0 && !(!last && st.uid === 0 && (st.mode & 0o1000) !== 0)
+      ? `${path} is writable by group or others (mode ${octal(st.mode)})`
+      : null;
+  const root = lstatSync('/');
+  let problem = owned('/', root, 'a directory') ?? loose('/', root, false);
+  let at = '/';
+  let names = resolve(dir).split('/').filter(Boolean);
+  for (let links = 0; problem === null && names.length > 0; ) {
+    const [name, ...rest] = names;
+    names = rest;
+    if (name === '.') continue;
+    // The directory above was checked on the way down.
+    if (name === '..') {
+      at = dirname(at);
+      continue;
+    }
+    const path = at === '/' ? `/${name}` : `${at}/${name}`;
+    const st = lstatSync(path);
+    if (st.isSymbolicLink()) {
+      if (++links > MAX_LINKS) return `${dir}: too many symbolic links`;
+      problem = owned(path, st, 'a symbolic link');
+      const target = readlinkSync(path);
+      if (target.startsWith('/')) at = '/';
+      names = [...target.split('/').filter(Boolean), ...names];
+      continue;
+    }
+    problem = owned(path, st, 'a directory') ?? loose(path, st, names.length === 0);
+    at = path;
   }
+  return problem;
 }
 
 export type RecordFile = { text: string; mtimeMs: number } | { untrusted: string } | { unreadable: string };
