@@ -99,6 +99,55 @@ describe('reap from another pid namespace', () => {
   }
 });
 
+function timeNamespaceSkipReason(): string | null {
+  if (process.getuid?.() !== 0) return 'not root: unshare --time needs it';
+  const probe = spawnSync('unshare', ['--time', '--boottime', '1000', '--fork', 'true'], { timeout: 10_000 });
+  return probe.status === 0
+    ? null
+    : `unshare --time does not work here (no time namespaces?): ${probe.stderr}`;
+}
+const noTimeNamespace = timeNamespaceSkipReason();
+
+describe('reap from another time namespace (start times in /proc are shifted there)', () => {
+  for (const [containment, skip] of [
+    ['process-group', noTimeNamespace],
+    ['cgroup', noTimeNamespace ?? cgroupSkipReason()],
+  ] as const) {
+    it.skipIf(skip !== null)(
+      `${containment}: a live supervisor is not judged dead, its run and records stay for its watchdog`,
+      async () => {
+        const dir = leaks.trackDir(makeTmp('pw-timens-'));
+        const stateDir = leaks.trackDir(makeTmp('pw-timens-state-'));
+        const host = startHost('host-one-run.mjs', [dir, stateDir, containment, 'on']);
+        leaks.track(host.child.pid);
+        const ready = JSON.parse(await host.line('ready')) as { watchdogPid: number; cgroup: string | null };
+        leaks.track(ready.watchdogPid);
+        if (ready.cgroup) madeCgroups.push(ready.cgroup);
+        const sleeper = readPids(dir).get('sleep') as number;
+        const records = journalFiles(stateDir).sort();
+        const r = spawnSync(
+          'unshare',
+          ['--time', '--boottime', '1000', '--fork', process.execPath, CLI, 'reap', '--grace', '0'],
+          { encoding: 'utf8', timeout: 30_000, env: { ...process.env, PROCWARDEN_STATE_DIR: stateDir } },
+        );
+        expect(alive(sleeper), r.stdout).toBe(true);
+        expect(journalFiles(stateDir).sort(), r.stdout).toEqual(records);
+        expect(r.status, r.stdout + r.stderr).toBe(1);
+        expect(r.stdout).toContain('NOT JUDGED');
+        expect(r.stdout).toMatch(/time namespace time:\[\d+\]/);
+        host.child.kill('SIGKILL');
+        await waitFor(() => !alive(sleeper), { timeoutMs: BOUND, what: 'the run ended by the watchdog' });
+        await waitFor(() => journalFiles(stateDir).length === 0, {
+          timeoutMs: BOUND,
+          what: 'journal emptied',
+        });
+        if (ready.cgroup)
+          await waitFor(() => !existsSync(ready.cgroup as string), { what: 'cgroup removed' });
+      },
+    );
+  }
+});
+
 describe('a record that does not say its pid namespace (written by an older procwarden)', () => {
   it('is not judged: its run is left alone, the record kept, and the report says why', async () => {
     const dir = leaks.trackDir(makeTmp('pw-ns-'));

@@ -15,6 +15,7 @@ export type Verdict = 'alive' | 'dead' | { notJudged: string };
 export class SupervisorJudge {
   private readonly answers = new Map<string, Promise<boolean>>();
   private readonly ownNamespace = selfIdentity().pidNamespace;
+  private readonly ownTimeNamespace = selfIdentity().timeNamespace;
   /** Why nothing may be judged or acted on from this /proc, or null. */
   readonly foreignProc = foreignProc();
 
@@ -31,6 +32,11 @@ export class SupervisorJudge {
     }
     if (written !== this.ownNamespace)
       return `written in pid namespace ${written ?? '(unknown)'}, this reaper is in ${this.ownNamespace ?? '(unknown)'}: whether its supervisor lives is not ours to judge; left alone`;
+    // Start times read here are shifted by this time namespace's boot-time offset: a live
+    // supervisor's would not match its record, and "pid reused" would end its runs.
+    const time = r.supervisorTimeNamespace;
+    if (typeof time === 'string' && this.ownTimeNamespace !== null && time !== this.ownTimeNamespace)
+      return `written in time namespace ${time}, this reaper is in ${this.ownTimeNamespace}: /proc shows start times shifted between them, so whether its supervisor lives (and which processes are its run's) cannot be told from here; left alone (reap from the supervisor's time namespace)`;
     return null;
   }
 

@@ -13,6 +13,12 @@ export interface RunRecord {
    * they must have come from (see reap's judge).
    */
   supervisorPidNamespace?: string | null;
+  /**
+   * The supervisor's time namespace (`time:[inode]`), null where there is none to read. Start
+   * times in the record are as /proc showed them there: a reaper in another time namespace reads
+   * them shifted. Absent from records written before it existed.
+   */
+  supervisorTimeNamespace?: string | null;
   runId: string;
   /** Null until the command has been launched: the record is written before the spawn. */
   pid: number | null;
@@ -50,6 +56,7 @@ export const MAX_SIGNALLED = 1000;
 
 const RUN_ID = /^[A-Za-z0-9_.-]{1,200}$/;
 const PID_NAMESPACE = /^pid:\[\d{1,20}\]$/;
+const TIME_NAMESPACE = /^time:\[\d{1,20}\]$/;
 
 /**
  * A run has up to three files: the record written before the spawn, the one with its pid, and the
@@ -100,6 +107,9 @@ export function parseRecord(text: string): RunRecord | string {
   const ns = r.supervisorPidNamespace;
   if (ns !== undefined && ns !== null && (typeof ns !== 'string' || !PID_NAMESPACE.test(ns)))
     problems.push('supervisorPidNamespace');
+  const timeNs = r.supervisorTimeNamespace;
+  if (timeNs !== undefined && timeNs !== null && (typeof timeNs !== 'string' || !TIME_NAMESPACE.test(timeNs)))
+    problems.push('supervisorTimeNamespace');
   if (problems.length > 0) return `invalid field(s): ${problems.join(', ')}`;
   return r as unknown as RunRecord;
 }

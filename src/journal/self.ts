@@ -14,13 +14,23 @@ export interface SelfIdentity {
    * something only in the namespace that wrote it. Null where there is no /proc.
    */
   pidNamespace: string | null;
+  /**
+   * The time namespace (`time:[inode]` of /proc/self/ns/time): /proc shows start times shifted by
+   * the reader's boot-time offset, so a start time in a record means something only in the time
+   * namespace that wrote it. Null where there is none to read (no /proc, no time namespaces).
+   */
+  timeNamespace: string | null;
 }
 
 let cached: SelfIdentity | undefined;
 
 export function selfIdentity(): SelfIdentity {
   // A pid namespace and a start time never change for a process: read once.
-  cached ??= { start: readSelfStart(), pidNamespace: readPidNamespace('/proc/self/ns/pid') };
+  cached ??= {
+    start: readSelfStart(),
+    pidNamespace: readPidNamespace('/proc/self/ns/pid'),
+    timeNamespace: readNamespace('/proc/self/ns/time', 'time'),
+  };
   return cached;
 }
 
@@ -36,9 +46,14 @@ function readSelfStart(): string | null {
 
 /** `pid:[N]`, or null when the link cannot be read. */
 export function readPidNamespace(link: string): string | null {
+  return readNamespace(link, 'pid');
+}
+
+/** `<kind>:[N]`, or null when the link cannot be read. */
+function readNamespace(link: string, kind: 'pid' | 'time'): string | null {
   try {
     const target = readlinkSync(link);
-    return /^pid:\[\d+\]$/.test(target) ? target : null;
+    return new RegExp(`^${kind}:\\[\\d+\\]$`).test(target) ? target : null;
   } catch {
     return null;
   }

@@ -30,6 +30,7 @@ export class RunJournal {
    */
   private selfStart: string | null = selfIdentity().start;
   private readonly pidNamespace = selfIdentity().pidNamespace;
+  private readonly timeNamespace = selfIdentity().timeNamespace;
   private readonly tracked = new Map<string, Tracked>();
 
   constructor(
@@ -59,6 +60,7 @@ export class RunJournal {
       supervisorPid: process.pid,
       supervisorStart: this.selfStart,
       supervisorPidNamespace: this.pidNamespace,
+      supervisorTimeNamespace: this.timeNamespace,
       runId: run.id,
       pid: null,
       pidStart: null,
