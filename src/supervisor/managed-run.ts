@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { type Clock, nextTurn, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
@@ -15,7 +15,7 @@ import {
 } from '../options/index.js';
 import { OutputCollector, type TextLog } from '../output/index.js';
 import { type Launched, type Launcher, lookUp } from '../spawn/index.js';
-import type { ProcessInfo, ProcessTable } from '../tree/index.js';
+import { type ProcessInfo, type ProcessTable, parseStat } from '../tree/index.js';
 import type {
   CancelOptions,
   CommandEnd,
@@ -285,9 +285,24 @@ export class ManagedRun implements RunHandle {
     const { clock } = this.deps;
     if (this.spec.timeoutMs > 0) {
       this.overallDeadline = clock.now() + this.spec.timeoutMs;
-      this.overallTimer = clock.setTimeout(() => this.stop('overall-timeout'), this.spec.timeoutMs);
+      this.overallTimer = clock.setTimeout(() => this.onOverallTimeout(), this.spec.timeoutMs);
     }
     if (this.spec.noOutputTimeoutMs > 0) this.armSilence(this.spec.noOutputTimeoutMs);
+  }
+
+  /**
+   * The deadline came. A command that had exited just before it did not time out, even though its
+   * exit is not heard yet: the loop runs expired timers before the poll that reads SIGCHLD. A
+   * zombie (Linux: still our unreaped child, so the pid is its own) gets one more turn of the
+   * loop, in which its exit comes in first.
+   */
+  private onOverallTimeout(): void {
+    const pid = this.launched?.pid;
+    if (pid !== undefined && this.exit === undefined && exitedUnheard(pid)) {
+      nextTurn().then(() => this.stop('overall-timeout'));
+      return;
+    }
+    this.stop('overall-timeout');
   }
 
   cancel(reason?: string, options?: CancelOptions): void {
@@ -756,6 +771,16 @@ export class ManagedRun implements RunHandle {
     if (this.silenceTimer !== undefined) this.deps.clock.clearTimeout(this.silenceTimer);
     this.overallTimer = undefined;
     this.silenceTimer = undefined;
+  }
+}
+
+/** Linux: the process has exited and waits to be reaped (a zombie); elsewhere not known, false. */
+function exitedUnheard(pid: number): boolean {
+  if (process.platform !== 'linux') return false;
+  try {
+    return parseStat(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.state === 'Z';
+  } catch {
+    return false;
   }
 }
 

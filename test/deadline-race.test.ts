@@ -1,0 +1,40 @@
+// A command that exits before its deadline, whose exit this process has not heard yet when the
+// deadline's timer runs (the loop runs expired timers before the poll that reads SIGCHLD), did not
+// time out. coreutils' timeout reports such a command's own status; `timeout 0.02 true` under load
+// reported 124 a few times in 30.
+import { afterEach, describe, expect, it } from 'vitest';
+import { Supervisor } from '../src/index.js';
+import { cgroupSkipReason } from './helpers/cgroups.js';
+import { LeakGuard } from './helpers/procs.js';
+
+const sup = new Supervisor({ watchdog: false });
+const leaks = new LeakGuard();
+leaks.trackCookie(sup.id);
+afterEach(() => leaks.check());
+
+/** Keeps this process from its event loop, as a busy host or a loaded machine does. */
+function busy(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // spinning
+  }
+}
+
+describe('a command that exits just before its deadline', () => {
+  const cgroupSkip = cgroupSkipReason();
+  for (const [containment, skip] of [
+    ['process-group', null],
+    ['cgroup', cgroupSkip],
+  ] as const) {
+    it.skipIf(skip !== null)(`${containment}: its exit, heard after the deadline, is its end`, async () => {
+      const handle = sup.spawn({ argv: ['true'], timeoutMs: 100, containment });
+      leaks.track(handle.pid);
+      // When the loop runs again, both are due: the exit of `true`, long over, and the deadline.
+      busy(1500);
+      const result = await handle.result;
+      expect(result.reason).toBe('exit');
+      expect(result.timedOut).toBe(false);
+      expect(result.exitCode).toBe(0);
+    });
+  }
+});
