@@ -434,6 +434,30 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
     expect(r.stderr).not.toMatch(/cgroup/);
   });
 
+  it.skipIf(!hasCoreutils)(
+    'options are read in order: what comes before a refused word wins, as in getopt (compared live)',
+    async () => {
+      for (const args of [
+        ['--help', '--bogus'],
+        ['--version', '--bogus'],
+        ['--help', '-k'],
+        ['--help', '--ver'],
+        ['-s', 'FOO', '--bogus', '1', 'true'],
+        ['-k', '1e', '--bogus', '1', 'true'],
+        ['--bogus', '--help'],
+        ['-k', '1', '--bogus', '1', 'true'],
+      ]) {
+        const ours = await timeout(args);
+        const theirs = await coreutils(args);
+        expect({ args, status: ours.status, stderr: asCoreutils(ours.stderr).split('\n')[0] }).toEqual({
+          args,
+          status: theirs.status,
+          stderr: theirs.stderr.split('\n')[0],
+        });
+      }
+    },
+  );
+
   it.skipIf(!hasCoreutils)('statuses and first lines match coreutils (compared live)', async () => {
     for (const [, args] of cases) {
       const ours = await timeout(args);

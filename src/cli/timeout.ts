@@ -4,7 +4,7 @@ import { DEFAULT_GRACE_MS, killable } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { isGone, platformTable } from '../tree/index.js';
 import type { RunHandle, RunResult } from '../types.js';
-import { parseOptions, splitAtCommand, UsageError } from './args.js';
+import { type OptionToken, parseOptions, splitAtCommand, UsageError } from './args.js';
 import { dieOfAtExit } from './die-of.js';
 import { EXIT_FAILED, EXIT_NOT_FOUND } from './exit-codes.js';
 import { timeoutStatus } from './exit-status.js';
@@ -68,11 +68,19 @@ const shortName = (sig: TimeoutSignal) => {
   return GNU_NAME[name] ?? name;
 };
 
-export async function timeoutCommand(args: string[], prog: string): Promise<number> {
+/** Our options, then the operands and the command. */
+function split(args: readonly string[]) {
   const { ours, rest } = splitAtCommand(args, OPTIONS, { prefixes: { status: EXIT_FAILED } });
-  const { values, tokens = [] } = parseOptions(ours, OPTIONS, EXIT_FAILED, true);
-  // In the order given, each as it comes, as timeout(1)'s getopt loop reads them: the first bad
-  // one is the one reported, and --help or --version ends the reading where it stands.
+  return { rest, ...parseOptions(ours, OPTIONS, EXIT_FAILED, true) };
+}
+
+/**
+ * In the order given, each as it comes, as timeout(1)'s getopt loop reads them: the first bad one
+ * is the one reported, and --help or --version ends the reading where it stands (`exit`).
+ */
+function readOptions(
+  tokens: readonly OptionToken[],
+): { exit: number } | { timeoutSignal: TimeoutSignal; killAfterMs: number } {
   let timeoutSignal: TimeoutSignal = 'SIGTERM';
   let killAfterMs = 0;
   for (const token of tokens) {
@@ -81,12 +89,47 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     else if (token.name === 'kill-after') killAfterMs = duration(token.value ?? '');
     else if (token.name === 'help') {
       writeNow(1, TIMEOUT_HELP);
-      return 0;
+      return { exit: 0 };
     } else if (token.name === 'version') {
       writeNow(1, timeoutVersion(packageVersion()));
-      return 0;
+      return { exit: 0 };
     }
   }
+  return { timeoutSignal, killAfterMs };
+}
+
+/**
+ * A word getopt refuses (unknown, ambiguous, a value missing) is refused only where it stands:
+ * the options before it are read first (`--help --bogus` is the help, `-s FOO --bogus` the bad
+ * signal). Those are the longest run of words before it that parses.
+ */
+function readBefore(args: readonly string[], refused: UsageError): { exit: number } {
+  for (let end = args.length - 1; end >= 0; end--) {
+    let tokens: OptionToken[];
+    try {
+      tokens = split(args.slice(0, end)).tokens ?? [];
+    } catch {
+      continue;
+    }
+    const read = readOptions(tokens);
+    if ('exit' in read) return read;
+    break;
+  }
+  throw refused;
+}
+
+export async function timeoutCommand(args: string[], prog: string): Promise<number> {
+  let parsed: ReturnType<typeof split>;
+  try {
+    parsed = split(args);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    return readBefore(args, error).exit;
+  }
+  const { values, tokens = [], rest } = parsed;
+  const read = readOptions(tokens);
+  if ('exit' in read) return read.exit;
+  const { timeoutSignal, killAfterMs } = read;
   // Then the operands: too few is the hint alone (timeout(1) names nothing missing).
   const [durationText, ...argv] = rest;
   if (durationText === undefined || argv.length === 0) throw new UsageError('', EXIT_FAILED);
