@@ -60,6 +60,7 @@ export function treeKill(
     // Node's process.kill reads a falsy signal as SIGTERM and 0 as "does it exist?"; so does this.
     name = signal === 0 ? 0 : normalizeSignal(signal || 'SIGTERM', 'tree-kill signal');
     refuseAtOnce(pid);
+    notPermitted(pid);
   } catch (error) {
     // Like tree-kill: reported to the callback when there is one, thrown otherwise.
     if (!callback) throw error;
@@ -114,6 +115,19 @@ function refuseAtOnce(pid: number): void {
       'FORBIDDEN_TARGET',
       `refusing to terminate pid ${pid}: it is PID 1 or this process.`,
     );
+  }
+}
+
+/**
+ * A root we may not signal fails at once with Node's own error (EPERM, with its `syscall`), as
+ * tree-kill's first process.kill does, before anything is sent: the sequence would retry SIGKILL
+ * on it for its whole bound first.
+ */
+function notPermitted(pid: number): void {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EPERM') throw error;
   }
 }
 

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -229,4 +229,43 @@ describe('procwarden/tree-kill: tree-kill’s call, procwarden’s sequence', ()
     }
     expect(alive(process.ppid)).toBe(true);
   });
+});
+
+describe('a root the caller may not signal (EPERM)', () => {
+  const dist = join(import.meta.dirname, '..', 'dist', 'tree-kill.js');
+  const skip = (() => {
+    if (process.getuid?.() !== 0) return 'needs root to run a program as another user';
+    const probe = spawnSync(
+      process.execPath,
+      ['-e', `require('node:fs').accessSync(${JSON.stringify(dist)})`],
+      {
+        uid: 65534,
+        gid: 65534,
+        timeout: 30_000,
+      },
+    );
+    return probe.status === 0 ? null : `${process.execPath} or dist/ cannot be used as uid 65534`;
+  })();
+  it.skipIf(skip !== null)(
+    `calls back with Node's own EPERM error, as tree-kill does, and sends nothing${skip ? ` (skipped: ${skip})` : ''}`,
+    async () => {
+      const target = spawn('sleep', ['60'], { stdio: 'ignore' });
+      leaks.track(target.pid);
+      try {
+        const script = `import(${JSON.stringify(dist)}).then(({ default: kill }) => kill(${target.pid}, (e) => console.log(JSON.stringify({ code: e?.code, syscall: e?.syscall }))))`;
+        const r = spawnSync(process.execPath, ['-e', script], {
+          uid: 65534,
+          gid: 65534,
+          encoding: 'utf8',
+          timeout: 60_000,
+        });
+        // Not an error of procwarden's making after retrying SIGKILL for its bound: process.kill's.
+        expect(JSON.parse(r.stdout), r.stderr).toEqual({ code: 'EPERM', syscall: 'kill' });
+        expect(alive(target.pid ?? 0)).toBe(true);
+      } finally {
+        target.kill('SIGKILL');
+        await new Promise((resolve) => target.once('exit', resolve));
+      }
+    },
+  );
 });
