@@ -27,14 +27,28 @@ describe('a command that exits just before its deadline', () => {
     ['cgroup', cgroupSkip],
   ] as const) {
     it.skipIf(skip !== null)(`${containment}: its exit, heard after the deadline, is its end`, async () => {
-      const handle = sup.spawn({ argv: ['true'], timeoutMs: 100, containment });
+      const handle = sup.spawn({ argv: ['true'], timeoutMs: 300, containment });
       leaks.track(handle.pid);
-      // When the loop runs again, both are due: the exit of `true`, long over, and the deadline.
-      busy(1500);
+      // Past the deadline by a few milliseconds, the deadline's timer on time: when the loop runs
+      // again, both are due, the exit of `true` (long over) and the deadline.
+      busy(305);
       const result = await handle.result;
       expect(result.reason).toBe('exit');
       expect(result.timedOut).toBe(false);
       expect(result.exitCode).toBe(0);
     });
+
+    it.skipIf(skip !== null)(
+      `${containment}: a timer that runs late cannot vouch for the exit: a command that overran timed out`,
+      async () => {
+        const handle = sup.spawn({ argv: ['sleep', '0.6'], timeoutMs: 100, containment });
+        leaks.track(handle.pid);
+        // The command exits at 600 ms, long after its deadline; this process hears of both at 1.5 s.
+        busy(1500);
+        const result = await handle.result;
+        expect(result.reason).toBe('overall-timeout');
+        expect(result.timedOut).toBe(true);
+      },
+    );
   }
 });

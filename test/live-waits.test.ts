@@ -1,6 +1,6 @@
 // Live sessions where a caller waits: for a close, for room, for a process to start, for a slow
 // consumer. Each case was found by a hostile review and fails on the code before its fix.
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type LiveSession, LiveSessionPool, type RunSpec, Supervisor } from '../src/index.js';
@@ -275,6 +275,43 @@ describe('a command that cannot start', () => {
     chmodSync(plain, 0o755);
     await expect(pool.acquire('a', { argv: ['./not-executable'], cwd: dir })).resolves.toBeDefined();
     await pool.shutdown();
+  });
+
+  it('is not checked when the open session is reused: a program removed since does not refuse it', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const copy = join(dir, 'my-cat');
+    copyFileSync('/bin/cat', copy);
+    chmodSync(copy, 0o755);
+    const pool = new LiveSessionPool({ supervisor: sup, clock: new ManualClock(), env: {} });
+    const first = await pool.acquire('k', { argv: [copy] });
+    leaks.track(first.pid);
+    rmSync(copy); // a package upgraded, a build directory cleaned
+    expect(await pool.acquire('k', { argv: [copy] })).toBe(first);
+    await pool.shutdown();
+  });
+
+  it('many acquires waiting with one signal add one listener to it, not one each (no leak warning)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const pool = new LiveSessionPool({ supervisor: sup, clock: new ManualClock(), env: {} });
+      const first = await pool.acquire('k', ECHO, { fingerprint: 'v1' });
+      leaks.track(first.pid);
+      first.attachChild();
+      const controller = new AbortController();
+      const waits = Array.from({ length: 16 }, () =>
+        pool.acquire('k', { ...ECHO, signal: controller.signal }, { fingerprint: 'v2' }).catch((e) => e.code),
+      );
+      await waitFor(() => first.state === 'draining', { what: 'the restart drain' });
+      controller.abort();
+      expect(new Set(await Promise.all(waits))).toEqual(new Set(['LIVE_SESSION_CLOSED']));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+      await pool.shutdown();
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 
   it('one that passes the check and still fails to start closes its session with error', async () => {

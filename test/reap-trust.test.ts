@@ -262,6 +262,26 @@ describe('reap trusts only what procwarden wrote (forged records; the victim mus
     },
   );
 
+  it('a link whose target ends in /. or /.. is held to the rule where the walk ends: /tmp is refused', async () => {
+    const base = leaks.trackDir(makeTmp('pw-dots-'));
+    const sub = leaks.trackDir(makeTmp('pw-dots-sub-'));
+    for (const [name, target] of [
+      ['dot', '/tmp/.'],
+      ['dotdot', `${sub}/..`],
+    ] as const) {
+      const link = join(base, name);
+      symlinkSync(target, link);
+      const report = await reap({ stateDir: link });
+      expect(report.skipped, target).toEqual([
+        {
+          file: link,
+          kind: 'untrusted',
+          problem: expect.stringMatching(/^\/tmp is writable by group or others/),
+        },
+      ]);
+    }
+  });
+
   it('a supervisor refuses to journal into a directory reap would not trust, and says so', async () => {
     const stateDir = privateStateDir();
     chmodSync(stateDir, 0o777);

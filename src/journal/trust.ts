@@ -59,6 +59,9 @@ export function untrustedDir(dir: string): string | null {
     problem = owned(path, st, 'a directory') ?? loose(path, st, names.length === 0);
     at = path;
   }
+  // Where the walk ended is the directory itself, held to the strict rule: names left after the
+  // last directory met (`/tmp/.`, `/tmp/sub/..`) may have brought it back to a sticky one.
+  if (problem === null) problem = loose(at, lstatSync(at), true);
   return problem;
 }
 

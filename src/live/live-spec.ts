@@ -1,8 +1,7 @@
 import { ProcwardenError } from '../errors.js';
-import { normalizeSpec } from '../options/index.js';
+import { type NormalSpec, normalizeSpec } from '../options/index.js';
 import { checkWritable, isThenable } from '../output/index.js';
 import type { RunSpec, StreamName } from '../types.js';
-import { checkCommandFound } from './command-found.js';
 
 /**
  * A copy of the spec as acquire() was given it, down to the parts a caller could still change
@@ -28,7 +27,7 @@ export function snapshotSpec(spec: RunSpec): RunSpec {
  * Checks a session's spec completely, before the pool does anything for it (evicting an idle
  * session to make room for a spec that cannot start would lose that session for nothing).
  */
-export function checkLiveSpec(spec: RunSpec): void {
+export function checkLiveSpec(spec: RunSpec): NormalSpec {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
     throw new ProcwardenError(
       'INVALID_SPEC',
@@ -47,7 +46,7 @@ export function checkLiveSpec(spec: RunSpec): void {
   const spawned = normalizeSpec(liveSpec(spec, { output: () => {}, consumer: () => {} }), 'live-spec-check');
   // Opened only at the spawn, after any eviction: the likely failures are checked now.
   if (spawned.file !== undefined) checkWritable(spawned.file);
-  checkCommandFound(spawned);
+  return spawned;
 }
 
 /** What the session reads of the output: the text, and whether the spec's consumer is behind. */

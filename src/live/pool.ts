@@ -1,9 +1,11 @@
 import { EventEmitter } from 'node:events';
 import { type Clock, realClock } from '../clock.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
+import type { NormalSpec } from '../options/index.js';
 import { getDefaultSupervisor, type Supervisor } from '../supervisor/index.js';
 import type { RunSpec } from '../types.js';
 import { callListener, type ListenerFailure } from './call-listener.js';
+import { checkCommandFound } from './command-found.js';
 import { specFingerprint } from './fingerprint.js';
 import { idleTimeoutFromEnv } from './idle-timeout.js';
 import { DEFAULT_MAX_LINE_CHARS } from './lines.js';
@@ -57,6 +59,11 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
   private activitySeq = 0;
   private counter = 0;
   private envIdleTimeoutMs: number | undefined;
+  /** Acquires waiting on each caller signal (see whenAborted). */
+  private readonly abortWaiters = new WeakMap<
+    AbortSignal,
+    { calls: Set<() => void>; listener: () => void }
+  >();
   private shutDown = false;
 
   constructor(options?: LivePoolOptions) {
@@ -89,17 +96,18 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     }
     let checked: AcquireOptions;
     let snapshot: RunSpec;
+    let spawned: NormalSpec;
     try {
       checked = checkAcquireOptions(options);
       // Checked and later started from the same copy: the caller may change its object meanwhile.
       snapshot = snapshotSpec(spec);
-      checkLiveSpec(snapshot);
+      spawned = checkLiveSpec(snapshot);
     } catch (error) {
       return Promise.reject(error);
     }
     const previous = this.queues.get(key) ?? Promise.resolve();
     const next = this.unlessAborted(previous, key, snapshot).then(() =>
-      this.acquireNow(key, snapshot, checked),
+      this.acquireNow(key, snapshot, spawned, checked),
     );
     // The key's next acquire waits for this one to be over, and for the one before it: an acquire
     // whose signal aborted while it waited gives up its turn, not the order.
@@ -117,15 +125,22 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     await Promise.all([...this.byKey.values()].map((s) => s.close('shutdown', 'pool shutdown')));
   }
 
-  private async acquireNow(key: string, spec: RunSpec, options: AcquireOptions): Promise<LiveSession> {
+  private async acquireNow(
+    key: string,
+    spec: RunSpec,
+    spawned: NormalSpec,
+    options: AcquireOptions,
+  ): Promise<LiveSession> {
     const fingerprint = options.fingerprint ?? specFingerprint(spec);
     const current = this.byKey.get(key);
+    // current.reusable asks its process too: one that exited is never handed out again.
+    if (current && current.fingerprint === fingerprint && current.reusable) {
+      this.assertOpen();
+      return current;
+    }
+    // A new process is needed: one that cannot start must cost no session, restarted or evicted.
+    checkCommandFound(spawned);
     if (current) {
-      // current.reusable asks its process too: one that exited is never handed out again.
-      if (current.fingerprint === fingerprint && current.reusable) {
-        this.assertOpen();
-        return current;
-      }
       if (current.fingerprint !== fingerprint && current.turnActive) {
         throw new ProcwardenError(
           'LIVE_TURN_ACTIVE',
@@ -287,8 +302,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
           reject(error);
         }
       };
-      signal.addEventListener('abort', onAbort, { once: true });
-      const done = () => signal.removeEventListener('abort', onAbort);
+      const done = this.whenAborted(signal, onAbort);
       waiting.then(
         (value) => {
           done();
@@ -301,6 +315,33 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       );
       if (signal.aborted) onAbort();
     });
+  }
+
+  /**
+   * Calls `then` when `signal` aborts, until the returned function is called. One listener per
+   * signal however many acquires wait on it (a caller's signal shared by many acquires of one key
+   * would otherwise pass Node's listener limit and print a leak warning).
+   */
+  private whenAborted(signal: AbortSignal, then: () => void): () => void {
+    let entry = this.abortWaiters.get(signal);
+    if (!entry) {
+      const calls = new Set<() => void>();
+      const listener = () => {
+        this.abortWaiters.delete(signal);
+        for (const call of calls) call();
+      };
+      entry = { calls, listener };
+      this.abortWaiters.set(signal, entry);
+      signal.addEventListener('abort', listener, { once: true });
+    }
+    const { calls, listener } = entry;
+    calls.add(then);
+    return () => {
+      calls.delete(then);
+      if (calls.size > 0 || this.abortWaiters.get(signal)?.calls !== calls) return;
+      this.abortWaiters.delete(signal);
+      signal.removeEventListener('abort', listener);
+    };
   }
 
   /**

@@ -37,6 +37,9 @@ import { PendingInput } from './pending-input.js';
  */
 const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
 
+/** How late a deadline's timer may run and still vouch for an exit it finds already happened. */
+const DEADLINE_SLACK_MS = 25;
+
 /** How long a tree must outlive its first signal before its stop record is written (see RunJournal.stopping). */
 const STOP_RECORD_DELAY_MS = 50;
 
@@ -298,7 +301,10 @@ export class ManagedRun implements RunHandle {
    */
   private onOverallTimeout(): void {
     const pid = this.launched?.pid;
-    if (pid !== undefined && this.exit === undefined && exitedUnheard(pid)) {
+    // Only a timer that ran on time says the exit came before the deadline: one that ran late
+    // (this process was busy) cannot tell an exit just before the deadline from one long after it.
+    const onTime = this.deps.clock.now() - this.overallDeadline <= DEADLINE_SLACK_MS;
+    if (onTime && pid !== undefined && this.exit === undefined && exitedUnheard(pid)) {
       nextTurn().then(() => this.stop('overall-timeout'));
       return;
     }

@@ -32,7 +32,7 @@ export class PendingInput extends EventEmitter implements RunStdin {
     // Copied: the caller may reuse its buffer before the command exists to take it.
     const kept = typeof input === 'string' ? input : Uint8Array.from(input);
     this.queue.push(kept);
-    this.queued += kept.length;
+    this.queued += typeof kept === 'string' ? Buffer.byteLength(kept) : kept.length;
     return this.pass(this.queued <= HIGH_WATER);
   }
 
