@@ -3,6 +3,7 @@
 // time out. coreutils' timeout reports such a command's own status; `timeout 0.02 true` under load
 // reported 124 a few times in 30.
 import { afterEach, describe, expect, it } from 'vitest';
+import { type Clock, realClock } from '../src/clock.js';
 import { Supervisor } from '../src/index.js';
 import { cgroupSkipReason } from './helpers/cgroups.js';
 import { LeakGuard } from './helpers/procs.js';
@@ -27,11 +28,19 @@ describe('a command that exits just before its deadline', () => {
     ['cgroup', cgroupSkip],
   ] as const) {
     it.skipIf(skip !== null)(`${containment}: its exit, heard after the deadline, is its end`, async () => {
-      const handle = sup.spawn({ argv: ['true'], timeoutMs: 300, containment });
+      // The time this process spends blocked below does not count on this clock: to the run, the
+      // deadline's timer runs on time however long the machine kept this process from running
+      // after the block, as it does on a quiet machine.
+      let paused = 0;
+      const clock: Clock = { ...realClock, now: () => realClock.now() - paused };
+      const timed = new Supervisor({ watchdog: false, clock });
+      leaks.trackCookie(timed.id);
+      const handle = timed.spawn({ argv: ['true'], timeoutMs: 800, containment });
       leaks.track(handle.pid);
-      // Past the deadline by a few milliseconds, the deadline's timer on time: when the loop runs
-      // again, both are due, the exit of `true` (long over) and the deadline.
-      busy(305);
+      // Past the deadline: when the loop runs again, both are due, the exit of `true` (long over)
+      // and the deadline, and the timer runs first.
+      busy(805);
+      paused = 805;
       const result = await handle.result;
       expect(result.reason).toBe('exit');
       expect(result.timedOut).toBe(false);
