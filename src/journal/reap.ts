@@ -266,7 +266,11 @@ async function endClaimed(
     // noted above when it was the signal used
   }
   if (stop)
-    notes.push(`the run was ending when its supervisor died (${stop.signal}); its sequence was taken over`);
+    // Its supervisor, or a reaper that died before this one, had sent it: the record says which
+    // signal and when, not who.
+    notes.push(
+      `the run was already ending (${stop.signal} sent by its supervisor or an earlier reaper); its sequence was taken over`,
+    );
   const graceMs = ctx.graceMs ?? grace;
   let stopProblem: string | null = null;
   const report = await terminate(target, {
