@@ -201,6 +201,12 @@ describe('scopes', () => {
     expect(other.state).toBe('running');
     expect(sup.list({ scope: 'conversation-1', state: 'running' }).map((r) => r.id)).toEqual([fresh.id]);
 
+    // A scope that is no string would match nothing: refused, nothing cancelled.
+    for (const wrong of [123, undefined, null, {}])
+      expect(() => sup.cancelScope(wrong as never)).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION' }),
+      );
+    expect(fresh.state).toBe('running');
     const cancelled = await sup.cancelScope('conversation-1', 'conversation closed');
     expect(cancelled.map((r) => [r.id, r.reason, r.detail])).toEqual([
       [fresh.id, 'cancelled', 'conversation closed'],

@@ -3,13 +3,18 @@ import { StringDecoder } from 'node:string_decoder';
 import { describeThrown } from '../errors.js';
 import type { OutputOptions, StreamCapture, StreamName } from '../types.js';
 import { BoundedCapture } from './capture.js';
-import { FileSink } from './file-sink.js';
+import { checkWritable, FileSink } from './file-sink.js';
 
 export interface CollectorOptions {
   maxBytes: number;
   onData: OutputOptions['onData'];
   onBytes?: OutputOptions['onBytes'];
   file: string | undefined;
+  /**
+   * Open the file when the command starts (openFile), not now: a run that waits for the runs it
+   * replaces must not truncate a file they still write. Its likely failures are checked now.
+   */
+  openFileLater?: boolean;
   /** The run's log for polling: every stream's text, in arrival order. */
   log?: TextLog;
 }
@@ -31,7 +36,7 @@ export interface TextLog {
 export class OutputCollector {
   private readonly captures = new Map<StreamName, BoundedCapture>();
   private readonly decoders = new Map<StreamName, StringDecoder>();
-  private readonly file: FileSink | undefined;
+  private file: FileSink | undefined;
   private finished = false;
   private pending = 0;
   private receivedBytes = 0;
@@ -41,7 +46,16 @@ export class OutputCollector {
   private readonly faults = new Map<string, { times: number; at: number }>();
 
   constructor(private options: CollectorOptions) {
-    if (options.file !== undefined) this.file = new FileSink(options.file, (text) => this.notes.push(text));
+    if (options.file === undefined) return;
+    if (options.openFileLater) checkWritable(options.file);
+    else this.openFile();
+  }
+
+  /** Opens output.file (once); throws INVALID_OPTION when it cannot be opened. */
+  openFile(): void {
+    const { file } = this.options;
+    if (file !== undefined && this.file === undefined && !this.finished)
+      this.file = new FileSink(file, (text) => this.notes.push(text));
   }
 
   /** Hands the chunk to every consumer; a promise while any of them is not ready for more. */

@@ -61,6 +61,11 @@ export interface RunDeps {
   onStopping?: (run: ManagedRun, stopping: StoppingRecord) => void;
   /** The run's log for polling (Supervisor.read): its text, in arrival order. */
   log?: TextLog;
+  /**
+   * The run waits to start (it replaces a scope's runs): what belongs to its command alone, its
+   * output.file, is opened when it starts, not while the runs it replaces still write there.
+   */
+  startsLater?: boolean;
 }
 
 /**
@@ -155,6 +160,7 @@ export class ManagedRun implements RunHandle {
       onData: spec.onData,
       onBytes: spec.onBytes,
       file: spec.file,
+      ...(deps.startsLater ? { openFileLater: true } : {}),
       ...(deps.log ? { log: deps.log } : {}),
     });
     try {
@@ -244,6 +250,7 @@ export class ManagedRun implements RunHandle {
     try {
       // Inside the try: whatever fails before the command exists is its spawn error, and the run
       // settles (its journal record removed), never an exception out of spawn() with a run left live.
+      this.output.openFile();
       const plan = this.hold.prepare({
         file,
         args,

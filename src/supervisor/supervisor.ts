@@ -145,7 +145,13 @@ export class Supervisor {
     const launcher = this.launchers[normal.mode];
     launcher.preflight?.();
     const log = new RunLog(this.logChars);
+    const earlier =
+      // A run aborted before it was asked for never starts: it replaces nothing.
+      normal.scope !== undefined && normal.replaceScope && !normal.signal?.aborted
+        ? this.registry.liveInScope(normal.scope)
+        : [];
     const run = new ManagedRun(id, normal, {
+      startsLater: earlier.length > 0,
       log,
       clock: this.clock,
       table: this.table,
@@ -159,11 +165,6 @@ export class Supervisor {
       ...(this.journal ? { onStopping: this.journal.stopping.bind(this.journal) } : {}),
     });
     const entry: RegistryEntry = { run, log, scope: normal.scope ?? null, result: null, endedAt: null };
-    const earlier =
-      // A run aborted before it was asked for never starts: it replaces nothing.
-      normal.scope !== undefined && normal.replaceScope && !normal.signal?.aborted
-        ? this.registry.liveInScope(normal.scope)
-        : [];
     this.registry.add(entry);
     this.armExitHook();
     if (earlier.length === 0) this.launch(run);
@@ -242,6 +243,12 @@ export class Supervisor {
 
   /** Cancels a scope's live runs and resolves when their trees are extinct. */
   cancelScope(scope: string, reason = 'cancelScope'): Promise<RunResult[]> {
+    // A scope that is no string matches no run: a mistake that would cancel nothing, silently.
+    if (typeof scope !== 'string')
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `cancelScope's scope must be the string the runs were given as spec.scope; got ${showValue(scope)}.`,
+      );
     return cancelRuns(this.registry.liveInScope(scope), reason);
   }
 
