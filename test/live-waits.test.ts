@@ -1,5 +1,6 @@
 // Live sessions where a caller waits: for a close, for room, for a process to start, for a slow
 // consumer. Each case was found by a hostile review and fails on the code before its fix.
+import { getEventListeners } from 'node:events';
 import { chmodSync, copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -312,6 +313,23 @@ describe('a command that cannot start', () => {
     } finally {
       process.off('warning', onWarning);
     }
+  });
+
+  it('many sessions on one signal add one listener to it, and an abort closes every one', async () => {
+    const pool = new LiveSessionPool({ supervisor: sup, clock: new ManualClock(), env: {} });
+    const controller = new AbortController();
+    const sessions = [];
+    for (let i = 0; i < 12; i++) {
+      const session = await pool.acquire(`k${i}`, { ...ECHO, signal: controller.signal });
+      leaks.track(session.pid);
+      sessions.push(session);
+    }
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    controller.abort();
+    const events = await Promise.all(sessions.map((s) => s.closed));
+    expect(events.map((e) => e.reason)).toEqual(sessions.map(() => 'abort'));
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    await pool.shutdown();
   });
 
   it('one that passes the check and still fails to start closes its session with error', async () => {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { getEventListeners } from 'node:events';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -296,6 +297,34 @@ describe.each(MODES)('containment %s', (containment) => {
       const r = await handle.result;
       expect(r.reason).toBe('aborted');
       expect(r.exitCode).toBeNull();
+    });
+
+    it('many runs on one signal add one listener to it, not one each (no leak warning), and remove it', async () => {
+      const warnings: string[] = [];
+      const onWarning = (warning: Error) => warnings.push(warning.name);
+      process.on('warning', onWarning);
+      try {
+        const controller = new AbortController();
+        // An agent's turn: one signal for every tool command it starts.
+        const handles = Array.from({ length: 15 }, () =>
+          sup.spawn({ argv: ['sleep', '30'], signal: controller.signal }),
+        );
+        for (const h of handles) leaks.track(h.pid);
+        expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+        const lone = new AbortController();
+        const finished = sup.spawn({ argv: ['true'], signal: lone.signal });
+        expect((await finished.result).reason).toBe('exit');
+        expect(getEventListeners(lone.signal, 'abort')).toHaveLength(0);
+        controller.abort(new Error('turn over'));
+        const results = await Promise.all(handles.map((h) => h.result));
+        expect(results.map((r) => r.reason)).toEqual(handles.map(() => 'aborted'));
+        expect(results.map((r) => r.detail)).toEqual(handles.map(() => 'turn over'));
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(warnings).not.toContain('MaxListenersExceededWarning');
+        expect(leaks.survivors()).toEqual([]);
+      } finally {
+        process.off('warning', onWarning);
+      }
     });
 
     it('cancel while starting', async () => {

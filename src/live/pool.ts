@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { whenAborted } from '../abort-watch.js';
 import { type Clock, realClock } from '../clock.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import type { NormalSpec } from '../options/index.js';
@@ -59,11 +60,6 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
   private activitySeq = 0;
   private counter = 0;
   private envIdleTimeoutMs: number | undefined;
-  /** Acquires waiting on each caller signal (see whenAborted). */
-  private readonly abortWaiters = new WeakMap<
-    AbortSignal,
-    { calls: Set<() => void>; listener: () => void }
-  >();
   private shutDown = false;
 
   constructor(options?: LivePoolOptions) {
@@ -302,7 +298,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
           reject(error);
         }
       };
-      const done = this.whenAborted(signal, onAbort);
+      const done = whenAborted(signal, onAbort);
       waiting.then(
         (value) => {
           done();
@@ -315,33 +311,6 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       );
       if (signal.aborted) onAbort();
     });
-  }
-
-  /**
-   * Calls `then` when `signal` aborts, until the returned function is called. One listener per
-   * signal however many acquires wait on it (a caller's signal shared by many acquires of one key
-   * would otherwise pass Node's listener limit and print a leak warning).
-   */
-  private whenAborted(signal: AbortSignal, then: () => void): () => void {
-    let entry = this.abortWaiters.get(signal);
-    if (!entry) {
-      const calls = new Set<() => void>();
-      const listener = () => {
-        this.abortWaiters.delete(signal);
-        for (const call of calls) call();
-      };
-      entry = { calls, listener };
-      this.abortWaiters.set(signal, entry);
-      signal.addEventListener('abort', listener, { once: true });
-    }
-    const { calls, listener } = entry;
-    calls.add(then);
-    return () => {
-      calls.delete(then);
-      if (calls.size > 0 || this.abortWaiters.get(signal)?.calls !== calls) return;
-      this.abortWaiters.delete(signal);
-      signal.removeEventListener('abort', listener);
-    };
   }
 
   /**

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { whenAborted } from '../abort-watch.js';
 import type { Clock } from '../clock.js';
 import { describeThrown, ProcwardenError, showValue } from '../errors.js';
 import { checkInput } from '../options/index.js';
@@ -81,6 +82,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
   private readonly observer: SessionInit['observer'];
   private readonly abortSignal: AbortSignal | undefined;
   private readonly onAbort = () => this.onSignalAborted();
+  private stopAbortWatch: (() => void) | undefined;
 
   constructor(init: SessionInit) {
     super();
@@ -138,7 +140,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     // aborted is the run's to handle: it never starts, and commandEnded says so.
     this.abortSignal = init.spec.signal;
     if (this.abortSignal && !this.abortSignal.aborted) {
-      this.abortSignal.addEventListener('abort', this.onAbort, { once: true });
+      this.stopAbortWatch = whenAborted(this.abortSignal, this.onAbort);
     }
   }
 
@@ -435,7 +437,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
 
   /** The run ended: because we closed it, or on its own (it exited, crashed, or was cancelled elsewhere). */
   private onRunEnded(result: RunResult): void {
-    this.abortSignal?.removeEventListener('abort', this.onAbort);
+    this.stopAbortWatch?.();
     if (this.status !== 'closing') {
       // An end of its own (exit code, abort, shutdown) is an immediate reason: it overrides a
       // pending 'idle' / 'restart' drain, which never got to close anything.

@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
+import { whenAborted } from '../abort-watch.js';
 import { type Clock, nextTurn, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
@@ -129,6 +130,7 @@ export class ManagedRun implements RunHandle {
   private silenceTimer: TimerHandle | undefined;
   private lastOutputTick: number;
   private readonly onAbort = () => this.stop('aborted', abortDetail(this.spec.signal));
+  private stopAbortWatch: (() => void) | undefined;
   /** Set while the drain waits for a slow consumer after a natural end: cancel/kill stop that wait. */
   private stopWaiting: (() => void) | undefined;
   /** handle.stdin, when it was asked for before the command started (see PendingInput). */
@@ -183,7 +185,7 @@ export class ManagedRun implements RunHandle {
     this.recordOnce();
     this.containment = this.hold.kind;
     // From construction, not start: an abort while the run waits to start (replaceScope) ends it.
-    spec.signal?.addEventListener('abort', this.onAbort, { once: true });
+    if (spec.signal) this.stopAbortWatch = whenAborted(spec.signal, this.onAbort);
   }
 
   get pid(): number | undefined {
@@ -691,7 +693,7 @@ export class ManagedRun implements RunHandle {
     // The tree is gone: a stop record not written yet is not needed.
     if (this.stopRecordTimer !== undefined) this.deps.clock.clearTimeout(this.stopRecordTimer);
     this.stopRecordTimer = undefined;
-    this.spec.signal?.removeEventListener('abort', this.onAbort);
+    this.stopAbortWatch?.();
     this.status = 'exited';
     // A run that never launched (aborted or replaced before it started) ends its command here.
     this.endCommand();
