@@ -117,6 +117,10 @@ describe('read and list: bad input gets a typed error', () => {
     }
     expect(sup.read(h.id, { since: 0 })).toMatchObject({ text: 'hello\n', dropped: 0 });
     expect(sup.read(h.id)).toMatchObject({ text: 'hello\n', dropped: 0 });
+    // A misspelt option (read from the start, silently) is refused like a misspelt spec field.
+    expect(() => sup.read(h.id, { sinse: 3 } as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION', message: expect.stringContaining('sinse') }),
+    );
     const bogus = 'bogus' as unknown as 'exited';
     expect(() => sup.list({ state: bogus })).toThrow(expect.objectContaining({ code: 'INVALID_OPTION' }));
     expect(() => sup.list({ state: ['exited', bogus] })).toThrow(/"bogus" is not a run state/);
@@ -207,6 +211,16 @@ describe('scopes', () => {
         expect.objectContaining({ code: 'INVALID_OPTION' }),
       );
     expect(fresh.state).toBe('running');
+    // replaceScope without a scope would replace nothing, silently: refused, nothing started.
+    expect(() => sup.spawn({ argv: ['sleep', '300'], replaceScope: true })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION', message: expect.stringContaining('scope') }),
+    );
+    expect(
+      sup
+        .running()
+        .map((h) => h.id)
+        .sort(),
+    ).toEqual([fresh.id, other.id].sort());
     const cancelled = await sup.cancelScope('conversation-1', 'conversation closed');
     expect(cancelled.map((r) => [r.id, r.reason, r.detail])).toEqual([
       [fresh.id, 'cancelled', 'conversation closed'],

@@ -388,6 +388,13 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
   if (merged.scope !== undefined && typeof merged.scope !== 'string') {
     throw invalid('scope must be a string.', 'INVALID_OPTION');
   }
+  // Without a scope it would replace nothing, silently.
+  if (merged.replaceScope === true && merged.scope === undefined) {
+    throw invalid(
+      "replaceScope replaces the live runs of the run's scope, and this run has none: give it a scope too, e.g. { scope: 'dev-server', replaceScope: true }.",
+      'INVALID_OPTION',
+    );
+  }
   const out = normalizeOutput(merged.output);
   const stdin = normalizeStdin(merged.stdin);
   if (mode === 'pty' && stdin.kind === 'inherit') {

@@ -223,6 +223,7 @@ export class Supervisor {
         'INVALID_OPTION',
         "read's options must be an object, e.g. { since: cursor }.",
       );
+    checkOptions(options, ['since'], 'read', '{ since: cursor }');
     const entry = this.registry.entry(id);
     if (!entry) {
       throw new ProcwardenError(
