@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { killAll } from '../src/containment/cgroup-fs.js';
 import { throughShim } from '../src/containment/cgroup-shim.js';
@@ -306,6 +306,50 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
     b.cancel();
     await b.result;
     expect(existsSync(parent)).toBe(false);
+  });
+
+  it('a child a root member moved out of the cgroup, out of its session and environment, is ended with its parent (review)', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    // Somewhere else to move it: a cgroup of the test's own, beside procwarden's parent.
+    const outside = join(dirname(parentCgroup() ?? '/nonexistent'), `pwtest-out-${process.pid}`);
+    mkdirSync(outside);
+    try {
+      const script = `( echo $BASHPID > "$1/cgroup.procs"; echo $BASHPID > "$2/child.pid"; exec setsid env -i sleep 300 ) & while [ ! -s "$2/child.pid" ]; do sleep 0.01; done; echo ready; exec sleep 300`;
+      let out = '';
+      const handle = sup.spawn({
+        argv: ['bash', '-c', script, 'bash', outside, dir],
+        containment: 'cgroup',
+        output: { onData: (t) => (out += t) },
+      });
+      leaks.track(handle.pid);
+      await waitFor(() => out.includes('ready'));
+      const child = Number(readFileSync(join(dir, 'child.pid'), 'utf8'));
+      leaks.track(child);
+      // Its parent (the root, inside the cgroup) is its only tie to the run.
+      await waitFor(() => {
+        try {
+          return (
+            readFileSync(`/proc/${child}/cmdline`, 'utf8').startsWith('sleep') &&
+            readFileSync(`/proc/${child}/environ`).length === 0
+          );
+        } catch {
+          return false;
+        }
+      });
+      expect(cgroupOf(child)).toBe(
+        (cgroupOf(process.pid) ?? '').replace(/\/?$/, `/pwtest-out-${process.pid}`),
+      );
+      handle.cancel();
+      const r = await handle.result;
+      expect(r.tree.report?.members.map((m) => m.pid)).toContain(child);
+      expect(alive(child)).toBe(false);
+      expect(r.tree.notes.join('\n')).toMatch(/outside cgroup/);
+    } finally {
+      for (const pid of readFileSync(join(outside, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean))
+        process.kill(Number(pid), 'SIGKILL');
+      await waitFor(() => readFileSync(join(outside, 'cgroup.procs'), 'utf8') === '');
+      rmdirSync(outside);
+    }
   });
 
   it('a command that makes its own sub-cgroup is still held, and the subtree is removed', async () => {

@@ -24,8 +24,9 @@ const NO_CONT = new Set<NodeJS.Signals>(['SIGKILL', 'SIGCONT', 'SIGSTOP', 'SIGTS
  * A root member can still move itself (or anyone) out, move protected processes in, or remove the
  * cgroup. So the tree is the union the other modes use too — cgroup members, holders of the run's
  * cookie born after its root, and descendants of members — read from the process table whenever
- * the cgroup showed it no longer holds everything (a member left it, the cgroup vanished), and once
- * before a termination believes the tree gone. A normal exit whose cgroup is empty costs no scan.
+ * the cgroup showed it no longer holds everything (a member left it, the cgroup vanished), before
+ * the first signal, and once before a termination believes the tree gone. A normal exit whose
+ * cgroup is empty costs no scan.
  */
 export class CgroupContainment implements Containment {
   readonly kind = 'cgroup' as const;
@@ -81,8 +82,11 @@ export class CgroupContainment implements Containment {
       if (stillAlive(fresh, root)) out.set(key(fresh), fresh);
     }
     // Once signalled, "gone" is only believed after the table agrees: the cgroup alone cannot see
-    // members that were moved out before we first looked.
-    if (this.wide || (this.signalled && out.size === 0)) {
+    // members that were moved out before we first looked. And before the first signal, a tree that
+    // is there to signal is read from the table too: a child a root member moved out of the cgroup
+    // (and out of its session, without the cookie) is tied to the run by its parent alone, and
+    // that link is gone once the parent, inside, has died of the signal (as in process-group mode).
+    if (this.wide || (this.signalled ? out.size === 0 : out.size > 0)) {
       const before = out.size;
       const onSight = scan?.stopOnSight ? (m: ProcessInfo) => this.deliverer.stopNow(m) : undefined;
       const found = await this.membership.scan(onSight);
