@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CgroupHost } from '../src/containment/index.js';
@@ -43,12 +43,13 @@ const ofHost = (pid: number) =>
 describe.skipIf(skip !== null)(
   `a cgroup a member makes beside its run's${skip ? ` (skipped: ${skip})` : ''}`,
   () => {
-    const sibling = (dir: string, mode: string) => [
+    const sibling = (dir: string, mode: string, name = 'evil') => [
       'sh',
       fixture('sibling-escape.sh'),
       mount as string,
       join(dir, 'evil.pid'),
       mode,
+      name,
     ];
 
     it("the review's repro: the member in it is ended by the run's own termination (its cookie and parent link), the cgroup and the parent are removed", async () => {
@@ -91,6 +92,27 @@ describe.skipIf(skip !== null)(
       expect(existsSync(parent)).toBe(false);
       expect(result.tree.notes.join('\n')).toMatch(
         new RegExp(`outside every live run's cgroup \\(${evil} in .*/evil\\).*killed`),
+      );
+    }, 30_000);
+
+    it("one in a cgroup it named like a run's (pwevil-1) is killed with the parent all the same (review)", async () => {
+      const dir = leaks.trackDir(makeTmp('pw-sib-'));
+      const sup = new Supervisor({ journal: false });
+      const run = sup.spawn({ argv: sibling(dir, 'envi', 'pwevil-1'), containment: 'cgroup', graceMs: 2000 });
+      leaks.track(run.pid);
+      const evil = await readPid(join(dir, 'evil.pid'));
+      leaks.track(evil);
+      const parent = dirname(sup.get(run.id)?.cgroupPath as string);
+      await waitFor(() => cgroupOf(evil)?.endsWith('/pwevil-1'), { what: 'escapee in the sibling cgroup' });
+      await new Promise((r) => setTimeout(r, 500));
+      run.cancel();
+      const result = await run.result;
+      await sup.shutdown();
+      // Taken for another realm's run before: nothing was cleared, the parent stayed.
+      await waitFor(() => !alive(evil), { timeoutMs: 3000, what: 'escapee gone' });
+      expect(existsSync(parent)).toBe(false);
+      expect(result.tree.notes.join('\n')).toMatch(
+        new RegExp(`outside every live run's cgroup \\(${evil} in .*/pwevil-1\\).*killed`),
       );
     }, 30_000);
 
@@ -161,6 +183,30 @@ describe.skipIf(skip !== null)(
       expect(ofHost(host.child.pid as number)).toEqual([]);
       expect(readdirSync(stateDir)).toEqual([]);
     }, 40_000);
+
+    it("a host SIGKILLed with a member in a sibling cgroup named like a run's: the watchdog removes it too (review)", async () => {
+      const dir = leaks.trackDir(makeTmp('pw-sib-'));
+      const stateDir = leaks.trackDir(makeTmp('pw-sib-state-'));
+      const host = startHost('host-cgroup-crash.mjs', [stateDir, dir, mount as string, 'sibling-named']);
+      leaks.track(host.child.pid);
+      hosts.push({ pid: host.child.pid as number, start: startTime(host.child.pid as number) as string });
+      const ready = JSON.parse(await host.line('ready')) as {
+        supervisorId: string;
+        watchdogPid: number;
+        parent: string;
+      };
+      leaks.trackCookie(ready.supervisorId);
+      leaks.track(ready.watchdogPid);
+      const evil = await readPid(join(dir, 'evil.pid'));
+      leaks.track(evil);
+      await waitFor(() => cgroupOf(evil)?.endsWith('/pwevil-1'), { what: 'escapee in the sibling cgroup' });
+      host.child.kill('SIGKILL');
+      await waitFor(() => !alive(ready.watchdogPid), { timeoutMs: 20_000, what: 'watchdog done' });
+      // Its name made the watchdog take it for another supervisor's run: left, with the parent.
+      expect(alive(evil)).toBe(false);
+      expect(ofHost(host.child.pid as number)).toEqual([]);
+      expect(readdirSync(stateDir)).toEqual([]);
+    }, 40_000);
   },
 );
 
@@ -202,7 +248,7 @@ describe.skipIf(skip !== null)(`a run's cgroup and its record${skip ? ` (skipped
     expect(sup.journalProblems).toEqual([]);
   });
 
-  it("reap clears a dead supervisor's parent: a stale run cgroup with no record and a member's cgroup, their processes killed; another supervisor's run cgroup is left", async () => {
+  it("reap clears a dead supervisor's parent: a stale run cgroup with no record, a member's cgroup and one it named like a run's, their processes killed; another supervisor's run cgroup, named by its record, is left", async () => {
     const stateDir = leaks.trackDir(makeTmp('pw-rep-state-'));
     // A dead supervisor's parent beside ours: our pid with a start time that is not ours.
     const parent = join(dirname(parentCgroup() as string), `procwarden-${process.pid}-1`);
@@ -211,7 +257,9 @@ describe.skipIf(skip !== null)(`a run's cgroup and its record${skip ? ` (skipped
     const stale = join(parent, 'pwtestdead-2');
     const evil = join(parent, 'evil', 'deeper');
     const other = join(parent, 'pwother000000-1');
-    for (const d of [run, stale, evil, other]) mkdirSync(d, { recursive: true });
+    // Named like a run's by a member: no record names it (review).
+    const forged = join(parent, 'pwevil-1');
+    for (const d of [run, stale, evil, other, forged]) mkdirSync(d, { recursive: true });
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
     const start = (where: string) => {
       const child = spawn('sleep', ['300'], { stdio: 'ignore', detached: true, env });
@@ -222,16 +270,37 @@ describe.skipIf(skip !== null)(`a run's cgroup and its record${skip ? ` (skipped
     const inStale = start(stale);
     const inEvil = start(evil);
     const inOther = start(other);
+    const inForged = start(forged);
     writeFileSync(
       join(stateDir, 'pwtestdead-1.json'),
       deadRecord('pwtestdead-1', { cgroupPath: run, supervisorStart: '1' }),
     );
-    const report = await reap({ stateDir, graceMs: 300 });
+    // The other supervisor of the dead process, whose watchdog reaps it: its record names its run's.
+    const otherRecord = join(stateDir, 'pwother000000-1.json');
+    writeFileSync(
+      otherRecord,
+      deadRecord('pwother000000-1', {
+        supervisorId: 'pwother000000',
+        cgroupPath: other,
+        supervisorStart: '1',
+      }),
+    );
+    // As the dead supervisor's watchdog does: only its own records.
+    const report = await reap({
+      stateDir,
+      graceMs: 300,
+      deadSupervisor: { id: 'pwtestdead', pid: process.pid },
+    });
     expect(report.runs[0]?.action).toBe('reaped');
-    await waitFor(() => !alive(inStale) && !alive(inEvil), { timeoutMs: 3000, what: 'remains killed' });
+    await waitFor(() => !alive(inStale) && !alive(inEvil) && !alive(inForged), {
+      timeoutMs: 3000,
+      what: 'remains killed',
+    });
     expect(existsSync(stale)).toBe(false);
     expect(existsSync(join(parent, 'evil'))).toBe(false);
-    expect(report.runs[0]?.notes.join('\n')).toMatch(/held 2 process\(es\)/);
+    expect(existsSync(forged)).toBe(false);
+    expect(report.runs[0]?.notes.join('\n')).toMatch(/held 3 process\(es\)/);
+    rmSync(otherRecord);
     // Another supervisor of the dead process: its own reap ends it; the parent stays for it.
     expect(alive(inOther)).toBe(true);
     expect(existsSync(other)).toBe(true);

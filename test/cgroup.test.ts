@@ -14,6 +14,7 @@ import { ProcwardenError, Supervisor } from '../src/index.js';
 import { ProcfsTable } from '../src/tree/index.js';
 import { cgroupOf, cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { writableCgroupMount } from './helpers/reap.js';
 
 const HYBRID = `30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
@@ -348,6 +349,37 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
       for (const pid of readFileSync(join(outside, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean))
         process.kill(Number(pid), 'SIGKILL');
       await waitFor(() => readFileSync(join(outside, 'cgroup.procs'), 'utf8') === '');
+      rmdirSync(outside);
+    }
+  });
+
+  it('a run cgroup a root member made threaded still shows its members: each gets the graceful signal (review)', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const outside = join(dirname(parentCgroup() ?? '/nonexistent'), `pwtest-thr-${process.pid}`);
+    mkdirSync(outside);
+    try {
+      // Out, so that the cgroup is empty and may change its type; threaded; then back in, with a
+      // member that only the cgroup ties to the run (env -i, setsid, re-parented) and that says
+      // so when it gets SIGTERM. cgroup.procs of a threaded cgroup cannot be read.
+      const script = `R=$1$(sed -n 's/^0:://p' /proc/self/cgroup); echo $$ > "$2/cgroup.procs"; echo threaded > "$R/cgroup.type"; ( echo $BASHPID > "$R/cgroup.procs"; env -i setsid sh -c 'echo $$ > "$0/child.pid"; trap "echo term > $0/term; exit 0" TERM; while :; do sleep 0.05; done' "$3" & ); echo $$ > "$R/cgroup.procs"; while [ ! -s "$3/child.pid" ]; do sleep 0.01; done; cat "$R/cgroup.type"; echo ready; exec sleep 300`;
+      let out = '';
+      const handle = sup.spawn({
+        argv: ['bash', '-c', script, 'bash', String(writableCgroupMount()).replace(/\/$/, ''), outside, dir],
+        containment: 'cgroup',
+        output: { onData: (t) => (out += t) },
+      });
+      leaks.track(handle.pid);
+      await waitFor(() => out.includes('ready'));
+      expect(out).toMatch(/^threaded/);
+      const child = Number(readFileSync(join(dir, 'child.pid'), 'utf8'));
+      leaks.track(child);
+      handle.cancel();
+      const r = await handle.result;
+      expect(r.tree.report?.members.map((m) => m.pid)).toEqual(expect.arrayContaining([handle.pid, child]));
+      expect(exists(join(dir, 'term'))).toBe(true);
+      expect(r.tree.escaped).toBe(0);
+      expect(alive(child)).toBe(false);
+    } finally {
       rmdirSync(outside);
     }
   });

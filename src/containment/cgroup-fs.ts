@@ -112,12 +112,35 @@ export function procsOf(dir: string): number[] {
   let text: string;
   try {
     text = readFileSync(join(dir, 'cgroup.procs'), 'utf8');
-  } catch {
-    return [];
+  } catch (error) {
+    // A root member can make the cgroup threaded, whose cgroup.procs cannot be read: its members
+    // would look gone while they run on. Its threads are listed, each with its process.
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ENOTSUP' || code === 'EOPNOTSUPP' ? processesOfThreads(dir) : [];
   }
   const out: number[] = [];
   for (const line of text.split('\n')) if (line) out.push(Number(line));
   return out;
+}
+
+function processesOfThreads(dir: string): number[] {
+  let text: string;
+  try {
+    text = readFileSync(join(dir, 'cgroup.threads'), 'utf8');
+  } catch {
+    return [];
+  }
+  const out = new Set<number>();
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    try {
+      const tgid = /\nTgid:\s*(\d+)/.exec(readFileSync(`/proc/${line}/status`, 'utf8'))?.[1];
+      if (tgid) out.add(Number(tgid));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return [...out];
 }
 
 /** SIGKILL to the whole subtree in one write. False when the kernel has no cgroup.kill (before 5.14). */

@@ -5,7 +5,7 @@ import { ProcwardenError } from '../errors.js';
 import { makeDir } from '../make-dirs.js';
 import { parseStat } from '../tree/index.js';
 import { isPopulated, locateOwnCgroup, moveInto, removeSubtree, subtreeProcs } from './cgroup-fs.js';
-import { clearParent, RUN_CGROUP } from './cgroup-parent.js';
+import { clearParent, runCgroupsOf } from './cgroup-parent.js';
 
 export type CgroupProbe = { ok: true; parent: string; own: string } | { ok: false; reason: string };
 
@@ -233,11 +233,12 @@ function unavailable(reason: string): ProcwardenError {
   );
 }
 
-/** Whether the parent holds a run cgroup (by its name) that `made` does not list. */
+/** Whether the parent holds a run cgroup of this process (by its name) that `made` does not list. */
 function otherRealmsRuns(parent: string, made: Set<string>): boolean {
+  const ours = runCgroupsOf(process.pid);
   try {
     return readdirSync(parent, { withFileTypes: true }).some(
-      (e) => e.isDirectory() && RUN_CGROUP.test(e.name) && !made.has(e.name),
+      (e) => e.isDirectory() && ours.test(e.name) && !made.has(e.name),
     );
   } catch {
     return false; // gone: nothing to clear

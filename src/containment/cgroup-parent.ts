@@ -28,6 +28,15 @@ export interface ParentClearing {
 /** A run's cgroup, by the name procwarden gives it (`<supervisor id>-<n>`). */
 export const RUN_CGROUP = /^pw[0-9a-z]+-\d+$/;
 
+/**
+ * The run cgroups of the supervisors of process `pid`, by name: a supervisor id is `pw`, the pid
+ * in base 36 and six hex digits (Supervisor.id). A member can make a cgroup with any name, so a
+ * name alone proves nothing; this one at least does not take `pwevil-1` for a run of ours.
+ */
+export function runCgroupsOf(pid: number): RegExp {
+  return new RegExp(`^pw${pid.toString(36)}[0-9a-f]{6}-\\d+$`);
+}
+
 /** How long killed tasks get to finish exiting (they keep a cgroup populated, and rmdir EBUSY). */
 const EXITING_MS = 2000;
 

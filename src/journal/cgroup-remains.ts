@@ -134,13 +134,15 @@ export interface ReapedCgroupRun {
  * only when the parent names the record's supervisor and that process (pid and start time) is
  * gone, that is all the dead runs' (see clearParent): killed, removed deepest first, the parent
  * last, and what could not be is said in the notes of the parent's runs. Another supervisor's
- * parent is never touched, nor, inside it, a run cgroup of a supervisor not reaped here (another
- * supervisor of the same process: its own reap or watchdog ends it).
+ * parent is never touched, nor, inside it, a run cgroup that a record of a supervisor not reaped
+ * here names (another supervisor of the same process: its own reap or watchdog ends it).
  */
 export async function clearSupervisorCgroups(
   runs: ReapedCgroupRun[],
   alive: (pid: number, start: string) => Promise<boolean>,
   protect: (pid: number) => boolean,
+  /** The cgroups every record in the journal names (a run's is named before it is made). */
+  recorded: ReadonlySet<string>,
 ): Promise<void> {
   const byParent = new Map<string, ReapedCgroupRun[]>();
   for (const run of runs) {
@@ -157,9 +159,12 @@ export async function clearSupervisorCgroups(
       protect,
       evictTo: null,
       keep: false,
+      // By its name and its record: a member can make a cgroup named like a run's (`pwevil-1`), but
+      // not one a record names (only a supervisor writes records, and it names its run's before
+      // making it). A run cgroup without one is no live supervisor's: the process is dead.
       skip: (name) => {
         const m = /^(pw[0-9a-z]+)-\d+$/.exec(name);
-        return m !== null && !reaped.has(m[1] as string);
+        return m !== null && !reaped.has(m[1] as string) && recorded.has(join(parent, name));
       },
     });
     those[those.length - 1]?.notes.push(...notes);

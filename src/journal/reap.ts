@@ -164,6 +164,7 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
         return dead === undefined && !isGone(info) && info?.startTime === start;
       },
       (pid) => guard.forbidsPid(pid),
+      new Set(read.entries.flatMap((e) => (e.record.cgroupPath ? [e.record.cgroupPath] : []))),
     );
   }
   if (!dryRun) removeStaleTemporaries(journal, problems);
