@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { run, terminateTree } from '../src/index.js';
 import { UNVERIFIED_LATE_FORKS } from '../src/kill/tree.js';
-import { alive, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { alive, fixture, killEach, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
@@ -81,6 +82,39 @@ describe('terminateTree: a member that forks in its SIGTERM handler', () => {
 // late fork whose environment is read while it is between two execs does not show one. Only its
 // session (the member's) still ties it to the run.
 const LEADER = `trap '( env -i "PW_DIR=$1" sleep 30 & echo $! > "$1/late.pid" ); exit 0' TERM; echo $$ > "$1/leader.pid"; while :; do sleep 0.05; done`;
+
+describe.skipIf(!existsSync('/usr/bin/perl'))('terminateTree: a process that only joins the group', () => {
+  it("a stranger's child put in the root's group during the grace is not signalled", async () => {
+    // The root's parent forks a child of its own into the group the root leads once the
+    // termination has begun: new since the first scan and in a member's group, as a late fork
+    // is, but its parent is a live process that was there all along, in its session, and no member.
+    const dir = leaks.trackDir(makeTmp());
+    const parent = spawn('/usr/bin/perl', [fixture('join-group.pl'), dir], {
+      detached: true,
+      stdio: 'ignore',
+    });
+    leaks.track(parent.pid);
+    const root = await waitFor(() => readPids(dir).get('x'), { what: 'the root' });
+    const report = await terminateTree(root, {
+      graceMs: 3000,
+      send: (pid, sig) => {
+        process.kill(pid, sig);
+        if (!existsSync(join(dir, 'go'))) writeFileSync(join(dir, 'go'), '');
+      },
+    });
+    const stranger = readPids(dir).get('y');
+    try {
+      expect(stranger).toBeGreaterThan(0);
+      expect(alive(root)).toBe(false);
+      expect(report.members.map((m) => m.pid)).not.toContain(stranger);
+      expect(existsSync(join(dir, 'y.term'))).toBe(false);
+      expect(alive(stranger ?? 0)).toBe(true);
+    } finally {
+      killEach([parent.pid ?? 0, stranger ?? 0].filter((p) => p > 0));
+      await waitFor(() => !alive(parent.pid ?? 0) && !alive(stranger ?? 0), { what: 'the fixture gone' });
+    }
+  });
+});
 
 describe.each(['process-group', 'none'] as const)(
   'run() in %s mode: a late fork without the cookie',

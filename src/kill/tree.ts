@@ -230,6 +230,10 @@ function sharedLeaders(list: ProcessInfo[], known: Map<string, ProcessInfo>): Se
  * groups and sessions that held processes outside the tree (`shared`). Left open: a stranger that
  * got the number, forked there and exited before the next look (a pid wrap, or root writing
  * ns_last_pid, within one termination), as for sessions in docs/containment.md.
+ *
+ * A group or session is not the tree's to fill: any process in that session may fork a child into
+ * the group a member leads (setpgid), and that child is no member's. So a late fork must also be
+ * shown to come from the tree (see fromTheTree).
  */
 function lateForks(
   list: ProcessInfo[],
@@ -246,11 +250,57 @@ function lateForks(
     // process now is not ours.
     if ((!now || now.startTime === k.startTime) && !shared.has(k.pid)) leaders.add(k.pid);
   }
-  return list.filter(
-    (p) =>
+  const candidates = new Map<number, ProcessInfo>();
+  for (const p of list) {
+    if (
       !baseline.has(key(p)) &&
       !known.has(key(p)) &&
       (leaders.has(p.pgid) || leaders.has(p.sid)) &&
-      !isGone(p),
+      !isGone(p)
+    )
+      candidates.set(p.pid, p);
+  }
+  const verdicts = new Map<number, boolean>();
+  return [...candidates.values()].filter((p) =>
+    fromTheTree(p, { byPid, baseline, known, candidates, verdicts }),
   );
+}
+
+/**
+ * Whether a candidate late fork (see lateForks) comes from the tree, by its parent:
+ * - a member, or a candidate that comes from the tree: yes;
+ * - none in the listing (exited since it forked, or being re-parented as the list was read), or
+ *   PID 1 (where orphans go): re-parented, its maker gone, and the group or session vouches;
+ * - a process present at the first scan and no member: yes only if the candidate is not in its
+ *   parent's session. A fork inherits its parent's session and can leave it only for one of its
+ *   own (setsid), so a child in another session than its parent's, led by a member, was not made
+ *   by that parent: it was re-parented there (a subreaper). One in its parent's session may be that
+ *   process's own child, put in the member's group by setpgid: a stranger's, never signalled;
+ * - a process new since the first scan, neither member nor candidate: nothing vouches for it.
+ * Left open: an orphan re-parented to a subreaper in its own session is not claimed (the report's
+ * UNVERIFIED_LATE_FORKS note covers it), and a stranger that forked into a member's group and
+ * exited at once leaves an orphan that is claimed.
+ */
+function fromTheTree(
+  p: ProcessInfo,
+  seen: {
+    byPid: Map<number, ProcessInfo>;
+    baseline: Set<string>;
+    known: Map<string, ProcessInfo>;
+    candidates: Map<number, ProcessInfo>;
+    verdicts: Map<number, boolean>;
+  },
+): boolean {
+  const cached = seen.verdicts.get(p.pid);
+  if (cached !== undefined) return cached;
+  // A cycle in a torn listing proves nothing: refused while it is being decided.
+  seen.verdicts.set(p.pid, false);
+  const parent = seen.byPid.get(p.ppid);
+  let ours: boolean;
+  if (!parent || parent.pid === 1 || seen.known.has(key(parent))) ours = true;
+  else if (seen.candidates.get(parent.pid) === parent) ours = fromTheTree(parent, seen);
+  else if (seen.baseline.has(key(parent))) ours = p.sid !== -1 && p.sid !== parent.sid && p.sid !== p.pid;
+  else ours = false;
+  seen.verdicts.set(p.pid, ours);
+  return ours;
 }
