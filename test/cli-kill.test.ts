@@ -106,6 +106,48 @@ describe('procwarden kill', () => {
     expect(err).toMatch(/refusing to terminate pid \d+/);
   });
 
+  it('a parent and its child given together: the child gets SIGTERM once, in the parent report', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const parent = spawn(fixture('record-signals.sh'), [dir, 'stay'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    leaks.track(parent.pid);
+    let out = '';
+    parent.stdout?.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    await waitFor(() => out.includes('ready'), { what: 'record-signals ready' });
+    const child = readPids(dir).get('child') ?? 0;
+    const r = await kill(['--grace', '300ms', '--json', String(parent.pid), String(child)]);
+    expect(r.status).toBe(0);
+    const outcomes = JSON.parse(r.stdout.toString());
+    expect(outcomes.map((o: { pid: number }) => o.pid)).toEqual([parent.pid]);
+    expect(outcomes[0].report.members.map((m: { pid: number }) => m.pid)).toContain(child);
+    // Each signal is recorded as it is handled; both were killed after the grace.
+    expect(readFileSync(join(dir, 'child.sig'), 'utf8')).toBe('TERM\n');
+    expect(readFileSync(join(dir, 'parent.sig'), 'utf8')).toBe('TERM\n');
+  });
+
+  it('a pid and one of its thread ids given together: one SIGTERM, one report', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const log = join(dir, 'main.sig');
+    const script = `const fs = require('node:fs'); process.on('SIGTERM', () => fs.appendFileSync(${JSON.stringify(log)}, 'TERM\\n')); fs.writeFileSync(${JSON.stringify(join(dir, 'main.pid'))}, String(process.pid)); setInterval(() => {}, 1000);`;
+    const main = spawn(process.execPath, ['-e', script, dir], { detached: true, stdio: 'ignore' });
+    leaks.track(main.pid);
+    await waitFor(() => readPids(dir).get('main'), { what: 'node ready' });
+    const thread =
+      readdirSync(`/proc/${main.pid}/task`)
+        .map(Number)
+        .find((t) => t !== main.pid) ?? 0;
+    expect(thread).toBeGreaterThan(0);
+    const r = await kill(['--grace', '300ms', '--json', String(main.pid), String(thread)]);
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout.toString()).map((o: { pid: number }) => o.pid)).toEqual([main.pid]);
+    expect(readFileSync(log, 'utf8')).toBe('TERM\n');
+    expect(alive(main.pid ?? 0)).toBe(false);
+  });
+
   const bad: Array<[string, string[], RegExp]> = [
     ['no PID', [], /^procwarden kill: missing PID/],
     ['pid 0', ['0'], /^procwarden kill: '0' is not a process id/],

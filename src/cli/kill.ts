@@ -4,6 +4,7 @@ import { normalizeSignal, parseDuration } from '../options/index.js';
 import type { MemberReport, TerminateReport } from '../types.js';
 import { parseOptions, parsePid, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
+import { distinctRoots } from './distinct-roots.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { formatMs, printable, processes, sigkillRefused, sigkillSent } from './format.js';
 import { KILL_HELP } from './help.js';
@@ -121,10 +122,15 @@ export async function killCommand(args: string[]): Promise<number> {
   const signal = usage(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
 
   // In parallel: each tree's grace runs at the same time, so N trees take one grace, not N.
+  const given = [...new Set(pids)];
+  const refusals = new Map(given.map((pid) => [pid, refusal(pid)]));
+  // One covered by another given pid (its thread, its descendant) is ended with that one's tree.
+  const roots = new Set(await distinctRoots(given.filter((pid) => refusals.get(pid) === null)));
   const outcomes: Outcome[] = await Promise.all(
-    [...new Set(pids)].map(async (pid): Promise<Outcome> => {
-      const refused = refusal(pid);
+    given.map(async (pid): Promise<Outcome | null> => {
+      const refused = refusals.get(pid);
       if (refused) return refused;
+      if (!roots.has(pid)) return null;
       try {
         return { pid, report: await terminateTree(pid, { graceMs, signal }) };
       } catch (error) {
@@ -132,7 +138,7 @@ export async function killCommand(args: string[]): Promise<number> {
         return { pid, error: { code: error.code, message: error.message } };
       }
     }),
-  );
+  ).then((all) => all.filter((o) => o !== null));
 
   if (values.json) {
     writeNow(1, `${JSON.stringify(outcomes, null, 2)}\n`);
