@@ -1,4 +1,4 @@
-import { ancestorsOf, type ProcessTable, platformTable } from '../tree/index.js';
+import { ancestorsOf, type ProcessTable } from '../tree/index.js';
 
 /**
  * The given pids less those another one already covers: a thread id of a process given too (its
@@ -7,13 +7,12 @@ import { ancestorsOf, type ProcessTable, platformTable } from '../tree/index.js'
  * quit at once, skipping their cleanup. A dropped pid is a member of the tree that covers it, and
  * is in that tree's report. `pids` are those that will be ended: not one refused before any signal
  * (a kernel thread, another user's process), which covers nothing. Where the table cannot be read, nothing is dropped but repeats: each
- * pid's termination says why it cannot go on.
+ * pid's termination says why it cannot go on (no table: the platform's).
  */
-export async function distinctRoots(pids: readonly number[], table?: ProcessTable): Promise<number[]> {
+export async function distinctRoots(pids: readonly number[], from: ProcessTable | null): Promise<number[]> {
   const unique = [...new Set(pids)];
-  if (unique.length < 2) return unique;
+  if (unique.length < 2 || !from) return unique;
   let snapshot: Awaited<ReturnType<ProcessTable['list']>>;
-  const from = table ?? platformTable();
   try {
     snapshot = await from.list();
   } catch {

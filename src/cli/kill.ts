@@ -1,6 +1,7 @@
 import { isProcwardenError } from '../errors.js';
 import { terminateTree } from '../kill/index.js';
 import { normalizeSignal, parseDuration } from '../options/index.js';
+import { isBlindTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type { MemberReport, TerminateReport } from '../types.js';
 import { parseOptions, parsePid, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
@@ -42,7 +43,10 @@ const OUTCOME_TEXT: Record<MemberReport['outcome'], string> = {
  * Targets no signal can end are refused before any is sent, once and plainly: a kernel thread, and
  * a process we may not signal (EPERM does not go away by retrying for the SIGKILL bound).
  */
-function refusal(pid: number): Outcome | null {
+function refusal(pid: number, table: ProcessTable | null): Outcome | null {
+  // A /proc of another PID namespace describes another process by this number: terminateTree
+  // refuses the blind table, and says why.
+  if (!table || isBlindTable(table)) return null;
   if (platformDetails().kernelThread(pid)) {
     return {
       pid,
@@ -66,6 +70,15 @@ function refusal(pid: number): Outcome | null {
     }
   }
   return null;
+}
+
+function tableOrNull(): ProcessTable | null {
+  try {
+    return platformTable();
+  } catch (error) {
+    if (isProcwardenError(error)) return null;
+    throw error;
+  }
 }
 
 /** Whatever got SIGKILL is said so: "no SIGKILL needed" only when none was sent. */
@@ -122,10 +135,17 @@ export async function killCommand(args: string[]): Promise<number> {
   const signal = usage(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
 
   // In parallel: each tree's grace runs at the same time, so N trees take one grace, not N.
+  // Unsupported here: each pid's termination says so.
+  const table = tableOrNull();
   const given = [...new Set(pids)];
-  const refusals = new Map(given.map((pid) => [pid, refusal(pid)]));
+  const refusals = new Map(given.map((pid) => [pid, refusal(pid, table)]));
   // One covered by another given pid (its thread, its descendant) is ended with that one's tree.
-  const roots = new Set(await distinctRoots(given.filter((pid) => refusals.get(pid) === null)));
+  const roots = new Set(
+    await distinctRoots(
+      given.filter((pid) => refusals.get(pid) === null),
+      table,
+    ),
+  );
   const outcomes: Outcome[] = await Promise.all(
     given.map(async (pid): Promise<Outcome | null> => {
       const refused = refusals.get(pid);

@@ -1,4 +1,4 @@
-import { isGone, type ProcessInfo, platformTable } from '../tree/index.js';
+import { isGone, type ProcessInfo, platformTable, refuseBlind } from '../tree/index.js';
 import { parseOptions, parsePid, UsageError } from './args.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 import { formatAge, printable } from './format.js';
@@ -36,7 +36,10 @@ export async function treeCommand(args: string[]): Promise<number> {
   const pidText = positionals[0];
   if (pidText !== undefined) parsePid(pidText, EXIT_USAGE);
 
-  const list = (await platformTable().list()).sort((a, b) => a.pid - b.pid);
+  const table = platformTable();
+  // A blind table lists nothing: an empty tree, or "no process has pid N", would be false.
+  refuseBlind(table, 'show the process tree', false);
+  const list = (await table.list()).sort((a, b) => a.pid - b.pid);
   const details = platformDetails();
   const byPid = new Map(list.map((p) => [p.pid, p]));
   const children = new Map<number, ProcessInfo[]>();

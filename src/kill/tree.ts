@@ -10,6 +10,7 @@ import {
   type ProcessInfo,
   type ProcessTable,
   platformTable,
+  refuseBlind,
   SnapshotTable,
   stillAlive,
 } from '../tree/index.js';
@@ -47,6 +48,7 @@ export async function terminateTree(
   const graceMs = options.graceMs === undefined ? 5000 : checkDuration(options.graceMs, 'graceMs');
   const signal = normalizeSignal(options.signal ?? 'SIGTERM');
   const table = options.table ?? platformTable();
+  refuseBlind(table, `end the tree of pid ${pid}`);
   const { guard, root } = await openTree(pid, table);
   const includeRoot = options.includeRoot !== false;
   const clock = options.clock ?? realClock;
@@ -71,6 +73,7 @@ export async function signalTree(
 ): Promise<{ signalled: number; refused: number; notes: string[] }> {
   checkTreeArgs(pid, options);
   const table = options.table ?? platformTable();
+  refuseBlind(table, `signal the tree of pid ${pid}`);
   const { guard, root } = await openTree(pid, table);
   if (isWindowsTable(table)) {
     const report = await terminateTree(pid, { ...options, signal: 'SIGKILL' });

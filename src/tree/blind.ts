@@ -1,3 +1,4 @@
+import { ProcwardenError } from '../errors.js';
 import type { ProcessInfo, ProcessTable } from './types.js';
 
 /** The start time a blind table reports for every process: it cannot tell one from its successor. */
@@ -34,6 +35,19 @@ export class BlindTable implements ProcessTable {
 
 export function isBlindTable(table: ProcessTable): table is BlindTable {
   return table instanceof BlindTable;
+}
+
+/**
+ * Refuses to act on processes by a blind table: it lists nothing, so a tree read through it is
+ * empty, and "all gone" would be said of processes left running. `what` is what was asked, as in
+ * "end the tree of pid 42"; `signals`: whether it would have sent any.
+ */
+export function refuseBlind(table: ProcessTable, what: string, signals = true): void {
+  if (!isBlindTable(table)) return;
+  throw new ProcwardenError(
+    'PROCESS_TABLE_UNAVAILABLE',
+    `cannot ${what}: ${table.reason}, so processes cannot be told apart here${signals ? '; nothing was signalled' : ''}. Give procwarden a /proc of its own PID namespace (unshare --pid --fork --mount-proc), readable in full (as root where /proc has hidepid).`,
+  );
 }
 
 /** Whether a process (pid > 0) or a process group (pid < 0) exists here, zombies included. */

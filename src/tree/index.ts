@@ -10,7 +10,7 @@ export { isWindowsTable, type WindowsSnapshot, WindowsTable, type WindowsTableOp
 
 import { WindowsTable } from './windows.js';
 
-export { BLIND_START, BlindTable, exists, isBlindTable } from './blind.js';
+export { BLIND_START, BlindTable, exists, isBlindTable, refuseBlind } from './blind.js';
 export { type BatchSweepTable, CoalescingTable } from './coalescing.js';
 export { liveThreadOf, ProcfsTable, parseStat, processOfStat } from './procfs.js';
 export { procfsProblem } from './procfs-check.js';
