@@ -323,6 +323,29 @@ describe('what kill and tree print of other processes, and where', () => {
     await waitFor(() => !alive(pid), { what: 'the sleeper gone' });
   });
 
+  it("bidi overrides and line separators in a command are printed as '?' (a row cannot be spoofed)", async () => {
+    const name = 'innocent\u2028   1234     1     1 S    9d      /sbin/init \u202Egnp.exe\u2029\u200B';
+    const sleeper = spawn('bash', ['-c', `exec -a "$0" sleep 30`, name], { stdio: 'ignore', detached: true });
+    leaks.track(sleeper.pid);
+    const pid = sleeper.pid as number;
+    try {
+      const shown = () =>
+        spawnSync(process.execPath, [CLI, 'tree', String(pid)], { encoding: 'utf8' }).stdout;
+      const out = await waitFor(
+        () => {
+          const text = shown();
+          return text.includes('innocent') && text;
+        },
+        { what: 'the renamed sleeper listed' },
+      );
+      expect(out).toContain('innocent?   1234     1     1 S    9d      /sbin/init ?gnp.exe?? 30');
+      expect(/[\p{Cf}\p{Zl}\p{Zp}]/u.test(out)).toBe(false);
+    } finally {
+      process.kill(pid, 'SIGKILL');
+      await waitFor(() => !alive(pid), { what: 'the sleeper gone' });
+    }
+  });
+
   it('a report that cannot be written (a full disk) is a write error and status 1, not a stack trace', async () => {
     const { pid } = await startTree('parent-exits.sh');
     const r = spawnSync(

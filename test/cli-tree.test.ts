@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startCli } from './helpers/cli.js';
@@ -113,6 +113,27 @@ describe('procwarden tree', () => {
     process.kill(sleeper, 'SIGKILL');
     process.kill(shell.pid ?? 0, 'SIGKILL');
     await waitFor(() => !alive(sleeper) && !alive(shell.pid ?? 0), { what: 'shell and sleep gone' });
+  });
+
+  it("a thread's id shows its process's tree, as kill ends it", async () => {
+    const main = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    leaks.track(main.pid);
+    const pid = main.pid ?? 0;
+    try {
+      const thread = await waitFor(
+        () =>
+          readdirSync(`/proc/${pid}/task`)
+            .map(Number)
+            .find((t) => t !== pid),
+        { what: 'a thread of node' },
+      );
+      const r = await tree([String(thread)]);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout.toString().split('\n')[1]?.trim().split(/\s+/)[0]).toBe(String(pid));
+    } finally {
+      main.kill('SIGKILL');
+      await waitFor(() => !alive(pid), { what: 'node gone' });
+    }
   });
 
   it('bad input', async () => {

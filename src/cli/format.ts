@@ -21,12 +21,14 @@ export function formatAge(ms: number): string {
 
 /**
  * Text another user chose (a command name, a command line, an environment value), made safe to
- * print: control characters (C0, DEL, C1: escape sequences, newlines) become '?', as ps shows
- * them. Printed raw, a process named with `\e]0;…` retitles the terminal of whoever lists it, and
- * a newline in its name adds a row of its choosing.
+ * print: control characters (C0, DEL, C1: escape sequences, newlines), format characters (bidi
+ * overrides such as U+202E, zero-width ones) and the line and paragraph separators U+2028/U+2029
+ * become '?', as ps shows control characters. Printed raw, a process named with `\e]0;…` retitles
+ * the terminal of whoever lists it, a newline or a separator in its name adds a row of its choosing,
+ * and a bidi override shows its row's text reversed.
  */
 export function printable(text: string): string {
-  return text.replace(/\p{Cc}/gu, '?');
+  return text.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, '?');
 }
 
 export const processes = (n: number) => `${n} process${n === 1 ? '' : 'es'}`;

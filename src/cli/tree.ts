@@ -65,7 +65,8 @@ export async function treeCommand(args: string[]): Promise<number> {
       seen,
     );
   } else {
-    const root = byPid.get(Number(pidText));
+    // A thread's id stands for its process, as with `kill` (and kill(1)).
+    const root = byPid.get(table.processOf?.(Number(pidText)) ?? Number(pidText));
     if (!root) {
       process.stderr.write(`procwarden tree: no process has pid ${pidText}\n`);
       return EXIT_FAILURE;
