@@ -134,6 +134,38 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
     });
   }
 
+  for (const pty of [false, true]) {
+    it(`after the terminal hung up, SIGHUP and a command that prints on it${pty ? ' (--pty)' : ''}: 129, no write error`, async () => {
+      // The line the command printed on its SIGHUP went to a terminal that answers EIO: that used to
+      // be "write error: write EIO" and status 125 in place of 129.
+      const dir = leaks.trackDir(makeTmp());
+      const t = inTmux(
+        dir,
+        `trap '' HUP; ${process.execPath} ${CLI} run${pty ? ' --pty' : ''} -- ${fixture('hup-prints.sh')} ${dir} 2> ${dir}/stderr`,
+      );
+      let closed = false;
+      try {
+        await t.shows('ready');
+        const cli = readPids(dir).get('cli') as number;
+        const main = readPids(dir).get('main') as number;
+        leaks.track(cli);
+        leaks.track(main);
+        const server = Number(t.tmux('display-message', '-p', '#{pid}').trim());
+        t.close();
+        closed = true;
+        await waitFor(() => !alive(server), { what: 'the tmux server gone' });
+        process.kill(cli, 'SIGHUP');
+        expect(await t.status()).toBe(129);
+        expect(exists(join(dir, 'hup'))).toBe(true);
+        const stderr = readFileSync(join(dir, 'stderr'), 'utf8');
+        expect(stderr).not.toContain('write error');
+        expect(stderr).toMatch(/^procwarden: got SIGHUP, stopping the command/m);
+      } finally {
+        if (!closed) t.close();
+      }
+    });
+  }
+
   it("keys typed while the command's leftovers end are the shell's: not read, the terminal cooked again", async () => {
     // Once the command had exited, procwarden still read its terminal until the leftovers' grace
     // was over: the first keys typed meanwhile were read and dropped (the rest stayed, unechoed).

@@ -348,6 +348,21 @@ describe('procwarden run: signals sent to procwarden', () => {
 });
 
 describe('procwarden run: output that cannot be passed on (review)', () => {
+  it('a reader that goes away once --timeout is ending the run: still 124, the first reason wins', async () => {
+    // It used to be 141 (SIGPIPE) and "got SIGPIPE" for a run the timeout had stopped.
+    const dir = leaks.trackDir(makeTmp());
+    const command = `trap 'echo > ${dir}/term; while :; do echo x; sleep 0.05; done' TERM; while :; do sleep 0.05; done`;
+    const cli = startCli(['run', '--timeout', '300ms', '--grace', '1s', '--', 'sh', '-c', command]);
+    leaks.track(cli.child.pid);
+    await waitFor(() => exists(join(dir, 'term')), { what: "the timeout's SIGTERM" });
+    cli.child.stdout?.destroy();
+    const r = await cli.done;
+    expect(r.status).toBe(124);
+    expect(ownLines(r.stderr)).toEqual([
+      expect.stringMatching(/^procwarden: timed out after 300 ms; SIGTERM to \d+ process/),
+    ]);
+  });
+
   it('a closed stderr stops the command as SIGPIPE would (141), as a closed stdout does', async () => {
     const cli = startCli(['run', '--', 'sh', '-c', 'yes >&2']);
     leaks.track(cli.child.pid);

@@ -1,5 +1,6 @@
 import { closeSync, openSync } from 'node:fs';
 import { isProcwardenError } from '../errors.js';
+import { tty } from '../lazy-builtins.js';
 import { normalizeSignal, parseDuration } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import type { ContainmentMode, RunHandle, RunResult, RunSpec } from '../types.js';
@@ -97,6 +98,11 @@ function passOn(out: NodeJS.WriteStream, chunk: Uint8Array): Promise<void> | und
   });
 }
 
+/** Our stdout was a terminal that has hung up: it answers EIO to isatty(3)'s ioctl now. */
+function stdoutHungUp(): boolean {
+  return process.stdout.isTTY === true && !tty().isatty(1);
+}
+
 export async function runCommand(args: string[]): Promise<number> {
   const { ours, rest } = splitAtCommand(args, OPTIONS, { optionalValue: ['json'] });
   const { values } = parseOptions(ours, OPTIONS, EXIT_FAILED);
@@ -158,6 +164,8 @@ export async function runCommand(args: string[]): Promise<number> {
   // Assigned by the spawn below; `stop` only runs from a signal or an error event, after it.
   let handle!: RunHandle;
   let received: NodeJS.Signals | null = null;
+  /** Our stdout's reader went away (EPIPE) before anything else stopped the run: SIGPIPE stands for it. */
+  let readerGone = false;
   const stop = (signal: NodeJS.Signals, count: number) => {
     received ??= signal;
     if (count > 1) handle.kill();
@@ -181,15 +189,19 @@ export async function runCommand(args: string[]): Promise<number> {
   // -1`, or the same on stderr): stop the command as the closed pipe would have stopped it, and
   // report it as SIGPIPE. Our stdout refused the output otherwise (ENOSPC, EIO): the command is
   // stopped and we fail (125), as a program that cannot write its output does; what stderr
-  // refuses is dropped, as most programs drop it.
+  // refuses is dropped, as most programs drop it. Once we were told to stop, or our terminal hung
+  // up (a closed window answers EIO, and its SIGHUP is on its way), a refused write is a reader
+  // gone with it: the signal, not the lost output, says how we end.
   const onOutputError = (stream: 'stdout' | 'stderr') => (error: NodeJS.ErrnoException) => {
     // Our own SIGPIPE follows: noted, it is not taken for a request to stop.
     noteWriteError(error);
     if (stream === 'stdout' ? !stdoutOpen : !stderrOpen) return;
     if (stream === 'stdout') stdoutOpen = false;
     else stderrOpen = false;
-    if (error.code === 'EPIPE') stop('SIGPIPE', 1);
-    else if (stream === 'stdout') {
+    if (error.code === 'EPIPE') {
+      readerGone = received === null;
+      stop('SIGPIPE', 1);
+    } else if (stream === 'stdout' && received === null && !stdoutHungUp()) {
       writeFailed ??= error;
       handle.cancel(`write error on stdout (${error.code})`);
     }
@@ -201,6 +213,9 @@ export async function runCommand(args: string[]): Promise<number> {
   detach?.();
   // The EPIPE listener stays: `--json -` into a closed stdout must not crash with a trace.
   uninstall();
+  // A reader that went away while a timeout was already ending the run changed nothing: the
+  // first reason wins, as the stop line says.
+  if (readerGone && received === 'SIGPIPE' && result.timedOut) received = null;
 
   if (result.reason === 'spawn-error') {
     process.stderr.write(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
