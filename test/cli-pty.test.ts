@@ -166,6 +166,21 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
     });
   }
 
+  it('--env TERM=dumb from a terminal: the command gets dumb, not our TERM', async () => {
+    // Our TERM went to the command's terminal as pty.term, which outranks the run's env.TERM.
+    const dir = leaks.trackDir(makeTmp());
+    const t = inTmux(
+      dir,
+      `TERM=xterm-256color ${process.execPath} ${CLI} run --pty --env TERM=dumb -- sh -c '[ -t 0 ] && echo "$TERM" > ${dir}/term'`,
+    );
+    try {
+      expect(await t.status()).toBe(0);
+      expect(readFileSync(join(dir, 'term'), 'utf8')).toBe('dumb\n');
+    } finally {
+      t.close();
+    }
+  });
+
   it("keys typed while the command's leftovers end are the shell's: not read, the terminal cooked again", async () => {
     // Once the command had exited, procwarden still read its terminal until the leftovers' grace
     // was over: the first keys typed meanwhile were read and dropped (the rest stayed, unechoed).

@@ -16,12 +16,14 @@ export interface PtyConnection {
  * every keystroke (Ctrl-C and Ctrl-D included) reaches the command's terminal as a byte and the
  * command decides what it means; the window size follows ours (SIGWINCH, seen as stdout 'resize').
  * From a pipe or a file, the input is typed into the terminal and ended with EOT when it ends.
+ * `env` is the run's own (--env): a TERM there is the command's, not ours.
  */
-export function connectPty(): PtyConnection {
+export function connectPty(env: Readonly<Record<string, string>> = {}): PtyConnection {
   const stdin = process.stdin;
   const window = process.stdout.isTTY ? process.stdout : null;
   const size = sizeOf(window) ?? {};
-  const term = stdin.isTTY && process.env.TERM ? { term: process.env.TERM } : {};
+  // pty.term outranks the run's env.TERM: a TERM the caller asked for (--env) must reach the command.
+  const term = stdin.isTTY && process.env.TERM && env.TERM === undefined ? { term: process.env.TERM } : {};
   return {
     pty: { ...size, ...term },
     attach(handle) {

@@ -135,12 +135,13 @@ export async function runCommand(args: string[]): Promise<number> {
   let stderrOpen = true;
   /** Our stdout refused the command's output (a full disk, an I/O error): it was lost. */
   let writeFailed = null as NodeJS.ErrnoException | null;
-  const terminal = values.pty ? connectPty() : null;
+  const env = parseEnv(values.env);
+  const terminal = values.pty ? connectPty(env) : null;
   const spec: RunSpec = {
     argv: rest,
     mode: values.pty ? 'pty' : 'child',
     cwd: values.cwd,
-    env: parseEnv(values.env),
+    env,
     stdin: terminal ? 'pipe' : 'inherit',
     // What our parent passed us beyond stdio, as a shell would pass it on (not to a terminal).
     ...(terminal ? {} : { inheritFds: inheritedFds() }),
