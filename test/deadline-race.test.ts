@@ -61,3 +61,35 @@ describe('a command that exits just before its deadline', () => {
     );
   }
 });
+
+describe('noOutputTimeoutMs after this process was kept from its loop (stopped, or busy)', () => {
+  // Blocked outside the timers (a `kill -STOP`/`-CONT`, Ctrl-Z and `fg`, a long synchronous task):
+  // the silence timer is overdue when the loop runs again, and expired timers run before the poll
+  // that reads what the command printed meanwhile. It used to call a chatty command silent.
+  const block = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+  for (const mode of ['child', 'pty'] as const) {
+    it(`${mode}: a command that printed the whole time is not silent`, async () => {
+      const handle = sup.spawn({
+        argv: ['sh', '-c', 'while :; do echo tick; sleep 0.1; done'],
+        mode,
+        noOutputTimeoutMs: 600,
+      });
+      leaks.track(handle.pid);
+      // From the check phase, after a poll: the next turn of the loop begins with the timers.
+      setTimeout(() => setImmediate(() => block(1500)), 200);
+      const over = setTimeout(() => handle.cancel('test over'), 2500);
+      const result = await handle.result;
+      clearTimeout(over);
+      expect(result.reason).toBe('cancelled');
+    });
+
+    it(`${mode}: a command that was silent the whole time still is`, async () => {
+      const handle = sup.spawn({ argv: ['sleep', '30'], mode, noOutputTimeoutMs: 300 });
+      leaks.track(handle.pid);
+      setTimeout(() => setImmediate(() => block(1000)), 100);
+      const result = await handle.result;
+      expect(result.reason).toBe('no-output-timeout');
+    });
+  }
+});

@@ -511,14 +511,25 @@ export class ManagedRun implements RunHandle {
 
   /** Re-armed lazily: a timer per output chunk would cost more than the output itself. */
   private armSilence(ms: number): void {
-    this.silenceTimer = this.deps.clock.setTimeout(() => {
-      // A command blocked on a pipe our consumer does not empty is not silent: it waits for us.
-      if (this.output.behind) this.lastOutputTick = this.deps.clock.now();
-      const quiet = this.deps.clock.now() - this.lastOutputTick;
-      const left = this.spec.noOutputTimeoutMs - quiet;
-      if (left > 0) this.armSilence(left);
-      else this.stop('no-output-timeout');
+    const { clock } = this.deps;
+    const due = clock.now() + ms;
+    const timer = clock.setTimeout(() => {
+      // Run late (this process was stopped, or busy), the timer comes before the poll that reads
+      // what the command printed meanwhile (the loop runs expired timers first): one turn lets that
+      // output in before the command is called silent. Not once the timers were cleared meanwhile.
+      if (clock.now() - due <= DEADLINE_SLACK_MS) this.checkSilence();
+      else nextTurn().then(() => this.silenceTimer === timer && this.checkSilence());
     }, ms);
+    this.silenceTimer = timer;
+  }
+
+  private checkSilence(): void {
+    // A command blocked on a pipe our consumer does not empty is not silent: it waits for us.
+    if (this.output.behind) this.lastOutputTick = this.deps.clock.now();
+    const quiet = this.deps.clock.now() - this.lastOutputTick;
+    const left = this.spec.noOutputTimeoutMs - quiet;
+    if (left > 0) this.armSilence(left);
+    else this.stop('no-output-timeout');
   }
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
