@@ -193,6 +193,61 @@ describe.skipIf(!hasTmux)('procwarden run --pty stopped and continued from a she
     }
   });
 
+  // Started with `&`, procwarden set raw mode from the background at once: SIGTTOU stopped it
+  // before its timeout ran or its watchdog started, and a `kill -9 %1` left the command running.
+  it('started in the background (`&`): not stopped, the terminal left alone, --timeout ends it (124)', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const t = shellInTmux(dir, ['bash', '--norc', '--noprofile', '-i']);
+    try {
+      const before = await t.settings('stty.before');
+      t.type(
+        `${process.execPath} ${CLI} run --pty --timeout 1.5 -- ${fixture('pty-interactive.sh')} ${dir} &`,
+        'Enter',
+      );
+      await t.shows('ready');
+      const cli = readPids(dir).get('cli') as number;
+      const main = readPids(dir).get('main') as number;
+      leaks.track(cli);
+      leaks.track(main);
+      expect(state(cli)).not.toBe('T');
+      expect(t.raw()).toBe(false);
+      await waitFor(() => !alive(main) && !alive(cli), { what: 'the timeout to end the run' });
+      t.type('wait %1; echo status=$?', 'Enter');
+      await t.shows('status=124');
+      expect(await t.settings('stty.after')).toBe(before);
+    } finally {
+      t.close();
+    }
+  });
+
+  it('started in the background (`&`), then fg: procwarden takes the terminal, every key reaches the command', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const t = shellInTmux(dir, ['bash', '--norc', '--noprofile', '-i']);
+    try {
+      const before = await t.settings('stty.before');
+      t.type(`${process.execPath} ${CLI} run --pty -- ${fixture('pty-interactive.sh')} ${dir} &`, 'Enter');
+      await t.shows('ready');
+      const cli = readPids(dir).get('cli') as number;
+      const main = readPids(dir).get('main') as number;
+      leaks.track(cli);
+      leaks.track(main);
+      // The shell still reads its own lines: what it runs here is typed in its own mode.
+      expect(await t.settings('stty.bg')).toBe(before);
+      expect(state(cli)).not.toBe('T');
+      t.type('fg', 'Enter');
+      await waitFor(() => t.raw(), { what: 'the terminal raw' });
+      t.type('typed after fg', 'Enter');
+      await t.shows('line=[typed after fg]');
+      t.type('quit', 'Enter');
+      await waitFor(() => !alive(main) && !alive(cli), { what: 'the command and procwarden gone' });
+      t.type('echo status=$?', 'Enter');
+      await t.shows('status=5');
+      expect(await t.settings('stty.after')).toBe(before);
+    } finally {
+      t.close();
+    }
+  });
+
   it('the terminal hangs up while procwarden is stopped: the run ends, no crash (no uncaught error)', async () => {
     const dir = leaks.trackDir(makeTmp());
     const t = shellInTmux(dir);

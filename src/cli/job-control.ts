@@ -23,9 +23,11 @@ const STOPS: readonly NodeJS.Signals[] = ['SIGTSTP', 'SIGTTIN', 'SIGTTOU'];
  * restarts forever a read or a tcsetattr made from the background (it raises SIGTTIN/SIGTTOU and
  * retries: 100% CPU, no JavaScript runs). So the terminal is only ever touched with them removed:
  * should it be from the background, that stops us by default until `fg`, and the call then
- * completes. They are back only once we hold the terminal again, in the foreground.
+ * completes. They are back only once we hold the terminal again, in the foreground. `held`: whether
+ * the terminal is ours already (started in the foreground), else it is taken on the first look that
+ * finds us there.
  */
-export function onJobControl(terminal: TerminalHold): () => void {
+export function onJobControl(held: boolean, terminal: TerminalHold): () => void {
   if (process.platform === 'win32') return () => {};
   let active = true;
   let watching: ReturnType<typeof setInterval> | undefined;
@@ -64,7 +66,9 @@ export function onJobControl(terminal: TerminalHold): () => void {
   }
   // Also after a SIGSTOP, which cannot be caught: the shell may have reset the terminal meanwhile.
   process.on('SIGCONT', reclaim);
-  listen();
+  // Not held (started in the background): taken once we are in the foreground.
+  if (held) listen();
+  else reclaim();
   return () => {
     active = false;
     unlisten();

@@ -1,6 +1,7 @@
 import { tty } from '../lazy-builtins.js';
 import { MAX_PTY_CELLS } from '../options/index.js';
 import type { PtyOptions, RunHandle } from '../types.js';
+import { inForeground } from './foreground.js';
 import { onJobControl } from './job-control.js';
 
 /** How `procwarden run --pty` connects procwarden's own stdin and window to the command's terminal. */
@@ -70,6 +71,7 @@ export function connectPty(env: Readonly<Record<string, string>> = {}): PtyConne
       let released = false;
       // The command is gone; its leftovers may take their grace.
       let over = false;
+
       const listen = (stream: NodeJS.ReadStream) => {
         input = stream;
         // A terminal hung up: its SIGHUP ends the run; a read error must not end procwarden first.
@@ -85,11 +87,16 @@ export function connectPty(env: Readonly<Record<string, string>> = {}): PtyConne
         // A reader left on stdin would keep procwarden alive after the run.
         input.destroy();
       };
-      if (stdin.isTTY) stdin.setRawMode(true);
+      // Started in the background (`run --pty ... &`), procwarden leaves the terminal to the shell
+      // until `fg`, as after a `bg`: setting its mode, or reading it, from there would stop us by
+      // SIGTTOU (or SIGTTIN) before the timeouts and the watchdog were running.
+      const held = !stdin.isTTY || inForeground();
+      if (!held) released = true;
+      else if (stdin.isTTY) stdin.setRawMode(true);
       // Without a terminal on either side there is nothing to give back or to measure.
       const endJobControl = !(stdin.isTTY || window)
         ? () => {}
-        : onJobControl({
+        : onJobControl(held, {
             release() {
               restore();
               // Closed here, in the foreground. libuv resets a terminal whose mode it ever set when
@@ -130,7 +137,9 @@ export function connectPty(env: Readonly<Record<string, string>> = {}): PtyConne
           });
       process.on('exit', restore);
       window?.on('resize', resized);
-      listen(stdin);
+      if (held) listen(stdin);
+      // Closed now, while no mode of ours is set: closing it later from the background is safe too.
+      else unlisten();
       // Once the command is gone, nothing more is read: keys typed while its leftovers end stay in
       // our terminal, cooked again, for the shell; a pipe keeps the rest of its input. A terminal
       // is closed here (a paused one still reads a chunk into Node's buffer, and loses it).
