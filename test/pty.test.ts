@@ -83,6 +83,30 @@ describe('a command on a terminal', () => {
     expect(notExecutable.reason).toBe('spawn-error');
     expect(notExecutable.error?.code).toBe('EACCES');
   });
+
+  it.each(['process-group', 'none'] as const)(
+    'a script whose #! interpreter does not exist is a spawn error, as in child mode (containment %s)',
+    async (containment) => {
+      // It used to be an exit 1 with execvp's "No such file or directory" as the output.
+      const dir = leaks.trackDir(makeTmp());
+      const script = join(dir, 'bad-interpreter.sh');
+      writeFileSync(script, '#!/procwarden/no/such/interpreter -e\necho hi\n', { mode: 0o755 });
+      for (const mode of ['child', 'pty'] as const) {
+        const r = await sup.spawn({ argv: [script], mode, containment }).result;
+        expect({ mode, reason: r.reason, error: r.error }).toEqual({
+          mode,
+          reason: 'spawn-error',
+          error: { code: 'ENOENT', message: `${script}: its interpreter (the #! line) was not found.` },
+        });
+      }
+      // One that is there (with an argument, after blanks) runs.
+      const good = join(dir, 'good-interpreter.sh');
+      writeFileSync(good, '#! /bin/sh -e\necho ran\n', { mode: 0o755 });
+      const ok = await sup.spawn({ argv: [good], mode: 'pty', containment }).result;
+      expect(ok.reason).toBe('exit');
+      expect(ok.stdout.text).toBe('ran\r\n');
+    },
+  );
 });
 
 describe('termination on a terminal', () => {
