@@ -45,6 +45,12 @@ function inTmux(dir: string, cli: string) {
     sttyRestored: () =>
       readFileSync(join(dir, 'stty.after'), 'utf8') === readFileSync(join(dir, 'stty.before'), 'utf8'),
     close: () => spawnSync('tmux', ['-L', socket, 'kill-server']),
+    /** Whether the window's terminal is cooked (canonical, echoing), as a shell wants it. */
+    cooked: () => {
+      const tty = tmux('display-message', '-p', '-t', 'pw', '#{pane_tty}').trim();
+      const modes = spawnSync('stty', ['-F', tty, '-a'], { encoding: 'utf8' }).stdout.split(/\s+/);
+      return modes.includes('icanon') && modes.includes('echo');
+    },
   };
 }
 
@@ -188,13 +194,17 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
     const command = `echo $$ > ${dir}/cmd.pid; trap "" TERM HUP; sleep 30 & exit 0`;
     const t = inTmux(
       dir,
-      `${process.execPath} ${CLI} run --pty --grace 2s -- sh -c '${command}'; read -r line; echo "after=[$line]" > ${dir}/after`,
+      `${process.execPath} ${CLI} run --pty --grace 4s -- sh -c '${command}'; read -r line; echo "after=[$line]" > ${dir}/after`,
     );
     try {
       const pid = await waitFor(() => readPids(dir).get('cmd'), { what: "the command's pid" });
       leaks.track(pid);
-      // Reaped: procwarden has heard the exit, and its leftover's grace has begun.
+      // Reaped, and the terminal cooked again: procwarden has acted on the exit (it stopped reading
+      // then), and its leftover's grace has begun. Keys typed between the reaping and that moment
+      // are read by a program that still reads its terminal, as any would.
       await waitFor(() => !existsSync(`/proc/${pid}`), { what: 'the command reaped' });
+      // Well before the grace is over (4 s): procwarden kept its terminal raw, and read it, until then.
+      await waitFor(() => t.cooked(), { what: 'the terminal cooked again', timeoutMs: 2000 });
       t.tmux('send-keys', '-t', 'pw', 'typed in grace', 'Enter');
       await t.status();
       expect(readFileSync(join(dir, 'after'), 'utf8')).toBe('after=[typed in grace]\n');
