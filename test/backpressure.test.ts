@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Supervisor } from '../src/index.js';
 import { CLI } from './helpers/cli.js';
-import { LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
+import { alive, cookieHolders, LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 
 const sup = new Supervisor();
 const leaks = new LeakGuard();
@@ -161,6 +161,35 @@ describe('backpressure: a library consumer', () => {
     expect(r.reason).toBe('exit');
     expect(text.length).toBe(expected.length);
     expect(text === expected).toBe(true);
+  });
+
+  it("with leftovers 'keep', a slow consumer still gets everything the command wrote (review)", async () => {
+    // A script that starts a daemon and prints a report: the kept job does not hold the pipes, so
+    // the rest is finite; it was cut off once the drain window closed.
+    const lines = 30_000;
+    let text = '';
+    const handle = sup.spawn({
+      argv: ['bash', '-c', `seq 1 ${lines}; sleep 30 >/dev/null 2>&1 &`],
+      leftovers: 'keep',
+      drainMs: 10,
+      output: {
+        maxBytes: 0,
+        onData: async (t) => {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          text += t;
+        },
+      },
+    });
+    const r = await handle.result;
+    expect(r.reason).toBe('exit');
+    expect(r.tree.leftovers).toBe(1);
+    expect(text.split('\n').length - 1).toBe(lines);
+    expect(r.notes.join('\n')).not.toMatch(/dropped/);
+    // The kept job, ended here.
+    const kept = cookieHolders(r.id);
+    expect(kept).toHaveLength(1);
+    for (const pid of kept) process.kill(pid, 'SIGKILL');
+    await waitFor(() => !kept.some(alive), { what: 'the kept job gone' });
   });
 
   it('onData and onBytes both hold the stream; a rejection is a note and reading goes on', async () => {

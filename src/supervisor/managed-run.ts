@@ -639,7 +639,9 @@ export class ManagedRun implements RunHandle {
       const written = this.output.received - from;
       if (!ended && (written > DRAIN_MAX_BYTES || (!this.output.behind && !woke))) {
         this.notes.push(
-          "output: the pipes were still being written to when the drain window closed, by a process outside the run's tree (it escaped it, or was given the pipes); the rest was not read",
+          this.keepsLeftovers() && this.leftovers > 0
+            ? 'output: the pipes were still being written to when the drain window closed, by a leftover the run keeps (or a process that escaped the tree); the rest was not read'
+            : "output: the pipes were still being written to when the drain window closed, by a process outside the run's tree (it escaped it, or was given the pipes); the rest was not read",
         );
         return;
       }
@@ -666,11 +668,22 @@ export class ManagedRun implements RunHandle {
     }
   }
 
-  /** A run that ended on its own, whose tree is gone: its remaining output is finite, wait for it. */
+  /**
+   * A run that ended on its own, whose tree is gone: its remaining output is finite, wait for it.
+   * One that keeps its leftovers waits while a consumer is behind: the command's own last lines
+   * are in the pipes then (a kept leftover that holds them and goes on writing is cut off as an
+   * escaped one is, by drainOutput's bounds).
+   */
   private waitsForConsumer(): boolean {
     const natural = this.reason === 'exit' || this.reason === 'signal';
     const treeGone = (this.leftovers === 0 && !this.leftoversUnsure) || this.termination !== undefined;
-    return natural && treeGone && this.stopWaiting !== undefined;
+    const kept = this.keepsLeftovers() && this.output.behind;
+    return natural && (treeGone || kept) && this.stopWaiting !== undefined;
+  }
+
+  /** Only a run that ended on its own keeps leftovers; a stopped one ended its whole tree. */
+  private keepsLeftovers(): boolean {
+    return this.spec.leftovers === 'keep' && this.termination === undefined;
   }
 
   private async handleLeftovers(): Promise<void> {
@@ -754,8 +767,7 @@ export class ManagedRun implements RunHandle {
       notes,
       ...(this.spawnError ? { error: this.spawnErrorInfo(this.spawnError) } : {}),
     };
-    // Only a run that ended on its own keeps leftovers; a stopped one ended its whole tree.
-    const keep = this.spec.leftovers === 'keep' && this.termination === undefined;
+    const keep = this.keepsLeftovers();
     this.hold.release(notes, keep).then(
       () => this.deliver(result),
       (error) => {
