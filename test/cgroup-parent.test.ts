@@ -95,26 +95,36 @@ describe.skipIf(skip !== null)(
       );
     }, 30_000);
 
-    it("one in a cgroup it named like a run's (pwevil-1) is killed with the parent all the same (review)", async () => {
-      const dir = leaks.trackDir(makeTmp('pw-sib-'));
-      const sup = new Supervisor({ journal: false });
-      const run = sup.spawn({ argv: sibling(dir, 'envi', 'pwevil-1'), containment: 'cgroup', graceMs: 2000 });
-      leaks.track(run.pid);
-      const evil = await readPid(join(dir, 'evil.pid'));
-      leaks.track(evil);
-      const parent = dirname(sup.get(run.id)?.cgroupPath as string);
-      await waitFor(() => cgroupOf(evil)?.endsWith('/pwevil-1'), { what: 'escapee in the sibling cgroup' });
-      await new Promise((r) => setTimeout(r, 500));
-      run.cancel();
-      const result = await run.result;
-      await sup.shutdown();
-      // Taken for another realm's run before: nothing was cleared, the parent stayed.
-      await waitFor(() => !alive(evil), { timeoutMs: 3000, what: 'escapee gone' });
-      expect(existsSync(parent)).toBe(false);
-      expect(result.tree.notes.join('\n')).toMatch(
-        new RegExp(`outside every live run's cgroup \\(${evil} in .*/pwevil-1\\).*killed`),
-      );
-    }, 30_000);
+    it.each([
+      ['pwevil-1', 'pwevil-1'],
+      ["its own run's supervisor", '@own'],
+    ])(
+      "one in a cgroup it named like a run's (%s) is killed with the parent all the same (review)",
+      async (_, name) => {
+        const dir = leaks.trackDir(makeTmp('pw-sib-'));
+        const sup = new Supervisor({ journal: false });
+        const run = sup.spawn({ argv: sibling(dir, 'envi', name), containment: 'cgroup', graceMs: 2000 });
+        leaks.track(run.pid);
+        const evil = await readPid(join(dir, 'evil.pid'));
+        leaks.track(evil);
+        const parent = dirname(sup.get(run.id)?.cgroupPath as string);
+        const cgroup = name === '@own' ? `${sup.id}-999` : name;
+        await waitFor(() => cgroupOf(evil)?.endsWith(`/${cgroup}`), {
+          what: 'escapee in the sibling cgroup',
+        });
+        await new Promise((r) => setTimeout(r, 500));
+        run.cancel();
+        const result = await run.result;
+        await sup.shutdown();
+        // Taken for another realm's run before: nothing was cleared, the parent stayed.
+        await waitFor(() => !alive(evil), { timeoutMs: 3000, what: 'escapee gone' });
+        expect(existsSync(parent)).toBe(false);
+        expect(result.tree.notes.join('\n')).toMatch(
+          new RegExp(`outside every live run's cgroup \\(${evil} in .*/${cgroup}\\).*killed`),
+        );
+      },
+      30_000,
+    );
 
     it("with leftovers 'keep' and a normal exit, what a member put there is moved out, not killed; the parent still goes", async () => {
       const dir = leaks.trackDir(makeTmp('pw-sib-'));
@@ -224,6 +234,31 @@ describe.skipIf(skip !== null)(`a run's cgroup and its record${skip ? ` (skipped
     await waitFor(() => !alive(ready.watchdogPid), { timeoutMs: 20_000, what: 'watchdog done' });
     expect(ofHost(host.child.pid as number)).toEqual([]);
     expect(readdirSync(stateDir)).toEqual([]);
+  }, 40_000);
+
+  it("a host SIGKILLed with two journals: one watchdog's clearing of the parent leaves the other's run its grace (review)", async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-two-state-'));
+    leaks.trackDir(`${stateDir}-b`);
+    const dir = leaks.trackDir(makeTmp('pw-two-'));
+    const host = startHost('host-cgroup-crash.mjs', [stateDir, dir, mount as string, 'two-journals']);
+    leaks.track(host.child.pid);
+    hosts.push({ pid: host.child.pid as number, start: startTime(host.child.pid as number) as string });
+    const ready = JSON.parse(await host.line('ready')) as {
+      supervisorId: string;
+      watchdogPid: number;
+      otherSupervisorId: string;
+      otherWatchdogPid: number;
+    };
+    for (const id of [ready.supervisorId, ready.otherSupervisorId]) leaks.trackCookie(id);
+    for (const pid of [ready.watchdogPid, ready.otherWatchdogPid]) leaks.track(pid);
+    host.child.kill('SIGKILL');
+    await waitFor(() => !alive(ready.watchdogPid) && !alive(ready.otherWatchdogPid), {
+      timeoutMs: 20_000,
+      what: 'both watchdogs done',
+    });
+    // The first watchdog took the other's live run cgroup for a remain and killed it mid-grace.
+    expect(existsSync(join(dir, 'cleaned'))).toBe(true);
+    expect(ofHost(host.child.pid as number)).toEqual([]);
   }, 40_000);
 
   it('a run whose cgroup cannot be made is not started, and the record written before the mkdir goes', async () => {

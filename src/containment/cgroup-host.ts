@@ -5,7 +5,7 @@ import { ProcwardenError } from '../errors.js';
 import { makeDir } from '../make-dirs.js';
 import { parseStat } from '../tree/index.js';
 import { isPopulated, locateOwnCgroup, moveInto, removeSubtree, subtreeProcs } from './cgroup-fs.js';
-import { clearParent, runCgroupsOf } from './cgroup-parent.js';
+import { clearParent, runCgroupsOf, supervisorOf } from './cgroup-parent.js';
 
 export type CgroupProbe = { ok: true; parent: string; own: string } | { ok: false; reason: string };
 
@@ -39,6 +39,11 @@ interface ParentState {
   runs: Set<string>;
   /** Run cgroups this registry made and has not removed (a failed removal leaves one behind). */
   made: Set<string>;
+  /**
+   * The supervisor ids of the runs this registry made: a cgroup named after one of them that
+   * `made` does not list is no other realm's (a member named it after its own run's supervisor).
+   */
+  ids: Set<string>;
   /** A run released since the parent was made kept its leftovers: what is left is moved, never killed. */
   keep: boolean;
 }
@@ -49,7 +54,7 @@ function parentState(parent: string): ParentState {
   const all = g[REGISTRY];
   let state = all.get(parent);
   if (!state) {
-    state = { runs: new Set(), made: new Set(), keep: false };
+    state = { runs: new Set(), made: new Set(), ids: new Set(), keep: false };
     all.set(parent, state);
   }
   return state;
@@ -94,6 +99,7 @@ export class CgroupHost {
     const state = parentState(probe.parent);
     state.runs.add(name);
     state.made.add(name);
+    state.ids.add(supervisorOf(name));
     return dir;
   }
 
@@ -163,7 +169,7 @@ export class CgroupHost {
     // A run cgroup this registry did not make is another realm's of this process (a worker
     // thread's, a vm context's): each has a registry of its own, and all share the parent by name.
     // Its runs may be live: nothing is cleared, and the last realm to finish clears the parent.
-    if (otherRealmsRuns(probe.parent, state.made)) return;
+    if (otherRealmsRuns(probe.parent, state)) return;
     const notes = await clearParent(probe.parent, {
       protect: how.protect ?? ((pid) => pid <= 1 || pid === process.pid || pid === process.ppid),
       evictTo: probe.own,
@@ -233,12 +239,12 @@ function unavailable(reason: string): ProcwardenError {
   );
 }
 
-/** Whether the parent holds a run cgroup of this process (by its name) that `made` does not list. */
-function otherRealmsRuns(parent: string, made: Set<string>): boolean {
+/** Whether the parent holds a run cgroup of this process, by its name, of a supervisor not of this realm. */
+function otherRealmsRuns(parent: string, { made, ids }: ParentState): boolean {
   const ours = runCgroupsOf(process.pid);
   try {
     return readdirSync(parent, { withFileTypes: true }).some(
-      (e) => e.isDirectory() && ours.test(e.name) && !made.has(e.name),
+      (e) => e.isDirectory() && ours.test(e.name) && !made.has(e.name) && !ids.has(supervisorOf(e.name)),
     );
   } catch {
     return false; // gone: nothing to clear

@@ -37,6 +37,11 @@ export function runCgroupsOf(pid: number): RegExp {
   return new RegExp(`^pw${pid.toString(36)}[0-9a-f]{6}-\\d+$`);
 }
 
+/** The supervisor id in a run cgroup's name (`<supervisor id>-<n>`). */
+export function supervisorOf(name: string): string {
+  return name.replace(/-\d+$/, '');
+}
+
 /** How long killed tasks get to finish exiting (they keep a cgroup populated, and rmdir EBUSY). */
 const EXITING_MS = 2000;
 

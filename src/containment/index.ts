@@ -22,7 +22,7 @@ export {
   unidentifiedMember,
 } from './cgroup-fs.js';
 export { CgroupHost, type CgroupHostOptions, type CgroupProbe } from './cgroup-host.js';
-export { clearParent, type ParentClearing } from './cgroup-parent.js';
+export { clearParent, type ParentClearing, RUN_CGROUP, runCgroupsOf, supervisorOf } from './cgroup-parent.js';
 export { type ScanOutcome, scanUntilSure } from './confirm-empty.js';
 export { GroupOnlyContainment } from './group-only.js';
 export { ROOT_READ_DELAY_MS, TreeMembership } from './membership.js';

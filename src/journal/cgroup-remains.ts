@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, normalize } from 'node:path';
 import { type Clock, sleep } from '../clock.js';
-import { clearParent, isPopulated } from '../containment/index.js';
+import { clearParent, isPopulated, RUN_CGROUP, runCgroupsOf, supervisorOf } from '../containment/index.js';
 
 /**
  * What is left of a dead run's cgroup (Linux cgroup v2): its processes, cgroup.kill, removal.
@@ -159,12 +159,13 @@ export async function clearSupervisorCgroups(
       protect,
       evictTo: null,
       keep: false,
-      // By its name and its record: a member can make a cgroup named like a run's (`pwevil-1`), but
-      // not one a record names (only a supervisor writes records, and it names its run's before
-      // making it). A run cgroup without one is no live supervisor's: the process is dead.
+      // Another supervisor of the dead process, whose own watchdog may be in its grace: by a record
+      // that names it, or by its name (one of that process's: `pw`, its pid in base 36, six hex
+      // digits; that supervisor's journal may be another directory). Not `pwevil-1`, a name a
+      // member gave, nor one it gave after its own run's supervisor, which is reaped here.
       skip: (name) => {
-        const m = /^(pw[0-9a-z]+)-\d+$/.exec(name);
-        return m !== null && !reaped.has(m[1] as string) && recorded.has(join(parent, name));
+        if (!RUN_CGROUP.test(name) || reaped.has(supervisorOf(name))) return false;
+        return recorded.has(join(parent, name)) || runCgroupsOf(Number(pid)).test(name);
       },
     });
     those[those.length - 1]?.notes.push(...notes);
