@@ -84,6 +84,15 @@ describe('noOutputTimeoutMs after this process was kept from its loop (stopped, 
       expect(result.reason).toBe('cancelled');
     });
 
+    it(`${mode}: silent since before its silence deadline, which came before the overall one: no-output-timeout (review)`, async () => {
+      const handle = sup.spawn({ argv: ['sleep', '30'], mode, noOutputTimeoutMs: 300, timeoutMs: 800 });
+      leaks.track(handle.pid);
+      // Both timers overdue when the loop runs again.
+      setTimeout(() => setImmediate(() => block(1500)), 100);
+      const result = await handle.result;
+      expect(result.reason).toBe('no-output-timeout');
+    });
+
     it(`${mode}: a command that was silent the whole time still is`, async () => {
       const handle = sup.spawn({ argv: ['sleep', '30'], mode, noOutputTimeoutMs: 300 });
       leaks.track(handle.pid);

@@ -128,6 +128,9 @@ export class ManagedRun implements RunHandle {
   private overallDeadline = Number.POSITIVE_INFINITY;
   private overallTimer: TimerHandle | undefined;
   private silenceTimer: TimerHandle | undefined;
+  /** When the armed silence timer is due, and whether its check waits for the next turn. */
+  private silenceDue = Number.POSITIVE_INFINITY;
+  private silenceDeferred = false;
   private lastOutputTick: number;
   private readonly onAbort = () => this.stop('aborted', abortDetail(this.spec.signal));
   private stopAbortWatch: (() => void) | undefined;
@@ -309,6 +312,12 @@ export class ManagedRun implements RunHandle {
    * loop, in which its exit comes in first.
    */
   private onOverallTimeout(): void {
+    // A silence check put off by a turn (see armSilence) whose deadline came first goes first: a
+    // command silent since before it is ended for its silence, not for the later deadline.
+    if (this.silenceDeferred && this.silenceDue <= this.overallDeadline) {
+      nextTurn().then(() => this.stop('overall-timeout'));
+      return;
+    }
     const pid = this.launched?.pid;
     // Only a timer that ran on time says the exit came before the deadline: one that ran late
     // (this process was busy) cannot tell an exit just before the deadline from one long after it.
@@ -513,12 +522,20 @@ export class ManagedRun implements RunHandle {
   private armSilence(ms: number): void {
     const { clock } = this.deps;
     const due = clock.now() + ms;
+    this.silenceDue = due;
     const timer = clock.setTimeout(() => {
       // Run late (this process was stopped, or busy), the timer comes before the poll that reads
       // what the command printed meanwhile (the loop runs expired timers first): one turn lets that
       // output in before the command is called silent. Not once the timers were cleared meanwhile.
-      if (clock.now() - due <= DEADLINE_SLACK_MS) this.checkSilence();
-      else nextTurn().then(() => this.silenceTimer === timer && this.checkSilence());
+      if (clock.now() - due <= DEADLINE_SLACK_MS) {
+        this.checkSilence();
+        return;
+      }
+      this.silenceDeferred = true;
+      nextTurn().then(() => {
+        this.silenceDeferred = false;
+        if (this.silenceTimer === timer) this.checkSilence();
+      });
     }, ms);
     this.silenceTimer = timer;
   }
