@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { painter } from '../src/cli/colour.js';
-import { describeOutcome } from '../src/cli/kill.js';
+import { describeOutcome, endTrees } from '../src/cli/kill.js';
 import type { TerminateReport } from '../src/index.js';
 import { CLI, startCli } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
@@ -450,3 +450,55 @@ describe.skipIf(nobodySkip !== null)(
     });
   },
 );
+
+describe('procwarden kill PARENT CHILD: a pid dropped as covered by another', () => {
+  const report = (...pids: number[]): TerminateReport => ({
+    members: pids.map((pid) => ({ pid, command: 'x', signals: [], outcome: 'killed' })),
+    signalled: pids.length,
+    killed: pids.length,
+    escaped: 0,
+    escalated: false,
+    durationMs: 1,
+    graceUsedMs: null,
+    notes: [],
+  });
+
+  it('is ended with its covering tree, once', async () => {
+    const ended: number[] = [];
+    const outcomes = await endTrees(
+      [10, 11],
+      () => null,
+      async (pids) => pids.filter((pid) => pid !== 11),
+      async (pid) => {
+        ended.push(pid);
+        return { pid, report: report(10, 11) };
+      },
+      (pid) => pid,
+    );
+    expect(ended).toEqual([10]);
+    expect(outcomes.map((o) => o.pid)).toEqual([10]);
+  });
+
+  it('is ended on its own when its covering root could not be (it exited meanwhile) (review)', async () => {
+    const ended: number[] = [];
+    const outcomes = await endTrees(
+      [10, 11, 12],
+      () => null,
+      // 11 is 10's child; 12 is a thread of 11's process.
+      async (pids) => pids.filter((pid) => pid === pids[0]),
+      async (pid) => {
+        ended.push(pid);
+        if (pid === 10)
+          return { pid, error: { code: 'NO_SUCH_PROCESS', message: 'no live process has pid 10' } };
+        return { pid, report: report(pid) };
+      },
+      (pid) => (pid === 12 ? 11 : pid),
+    );
+    // 11 and its thread 12 were dropped as 10's; 10 is gone: 11's tree is ended after all, once.
+    expect(ended).toEqual([10, 11]);
+    expect(outcomes.map((o) => [o.pid, 'error' in o])).toEqual([
+      [10, true],
+      [11, false],
+    ]);
+  });
+});

@@ -123,6 +123,33 @@ export function describeOutcome(outcome: Outcome, paint: ReturnType<typeof paint
   return `${[head, ...rows, ...notes].join('\n')}\n`;
 }
 
+/**
+ * Ends the trees of the given pids in parallel, each pid once: those another covers (see
+ * distinctRoots) are ended with it. One whose covering root could not be ended (it exited between
+ * the look that dropped the pid and its own termination) is in no report: it is taken up in the
+ * next round, with the rest of those. Outcomes come in the order the pids were given.
+ */
+export async function endTrees(
+  given: readonly number[],
+  refusalOf: (pid: number) => Outcome | null,
+  distinct: (pids: readonly number[]) => Promise<number[]>,
+  end: (pid: number) => Promise<Outcome>,
+  processOf: (pid: number) => number,
+): Promise<Outcome[]> {
+  const outcomes = given.map(refusalOf).filter((o) => o !== null);
+  let pending = given.filter((pid) => refusalOf(pid) === null);
+  while (pending.length > 0) {
+    const found = await distinct(pending);
+    // Never none, or the loop would not end: a listing that covered every pid proves nothing.
+    const roots = new Set(found.length > 0 ? found : pending);
+    const round = await Promise.all([...roots].map(end));
+    outcomes.push(...round);
+    const ended = new Set(round.flatMap((o) => ('report' in o ? o.report.members.map((m) => m.pid) : [])));
+    pending = pending.filter((pid) => !roots.has(pid) && !ended.has(processOf(pid)));
+  }
+  return outcomes.sort((a, b) => given.indexOf(a.pid) - given.indexOf(b.pid));
+}
+
 export async function killCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseOptions(args, OPTIONS, EXIT_USAGE);
   if (values.help) {
@@ -140,25 +167,20 @@ export async function killCommand(args: string[]): Promise<number> {
   const given = [...new Set(pids)];
   const refusals = new Map(given.map((pid) => [pid, refusal(pid, table)]));
   // One covered by another given pid (its thread, its descendant) is ended with that one's tree.
-  const roots = new Set(
-    await distinctRoots(
-      given.filter((pid) => refusals.get(pid) === null),
-      table,
-    ),
-  );
-  const outcomes: Outcome[] = await Promise.all(
-    given.map(async (pid): Promise<Outcome | null> => {
-      const refused = refusals.get(pid);
-      if (refused) return refused;
-      if (!roots.has(pid)) return null;
+  const outcomes = await endTrees(
+    given,
+    (pid) => refusals.get(pid) ?? null,
+    (pids) => distinctRoots(pids, table),
+    async (pid): Promise<Outcome> => {
       try {
         return { pid, report: await terminateTree(pid, { graceMs, signal }) };
       } catch (error) {
         if (!isProcwardenError(error)) throw error;
         return { pid, error: { code: error.code, message: error.message } };
       }
-    }),
-  ).then((all) => all.filter((o) => o !== null));
+    },
+    (pid) => table?.processOf?.(pid) ?? pid,
+  );
 
   if (values.json) {
     writeNow(1, `${JSON.stringify(outcomes, null, 2)}\n`);
