@@ -31,6 +31,7 @@ function inTmux(dir: string, cli: string) {
   tmux('new-session', '-d', '-s', 'pw', '-x', '100', '-y', '30', 'sh', '-c', script);
   const screen = () => tmux('capture-pane', '-p', '-t', 'pw', '-S', '-100');
   return {
+    socket,
     tmux,
     screen,
     shows: (text: string) =>
@@ -170,6 +171,58 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
         if (!closed) t.close();
       }
     });
+  }
+
+  for (const pty of [false, true]) {
+    for (const [how, status] of [
+      ['--timeout 2', 124],
+      ['SIGTERM to procwarden', 143],
+    ] as const) {
+      it(`a terminal that stops reading (${pty ? 'tmux stopped' : 'Ctrl-S'}) does not hold procwarden: ${how}${pty ? ' (--pty)' : ''}, status ${status} while it is stopped`, async () => {
+        // Node writes to a terminal with a blocking write(2): while the terminal took nothing, the
+        // event loop stood still in it. The timeout never fired and SIGTERM was not acted on until
+        // Ctrl-Q, with `yes` running all along.
+        const dir = leaks.trackDir(makeTmp());
+        const command = `echo $$ > ${dir}/main.pid; echo $PPID > ${dir}/cli.pid; exec yes`;
+        const timeout = how === '--timeout 2' ? ' --timeout 2' : '';
+        const t = inTmux(
+          dir,
+          `stty ixon; ${process.execPath} ${CLI} run${pty ? ' --pty' : ''}${timeout} -- sh -c '${command}' 2> ${dir}/stderr`,
+        );
+        let server = 0;
+        try {
+          const pids = await waitFor(() => (readPids(dir).size === 2 ? readPids(dir) : null), {
+            what: 'the pids',
+          });
+          const cli = pids.get('cli') as number;
+          const main = pids.get('main') as number;
+          leaks.track(cli);
+          leaks.track(main);
+          await t.shows('y\ny\n');
+          // Raw mode (--pty) makes Ctrl-S a key for the command's terminal: there, the window stops
+          // reading as a stalled ssh link does, its tmux server stopped.
+          if (pty) server = Number(t.tmux('display-message', '-p', '#{pid}').trim());
+          if (server) process.kill(server, 'SIGSTOP');
+          else t.tmux('send-keys', '-t', 'pw', 'C-s');
+          // Long enough for what the terminal still took to be gone, and `yes` to be held.
+          await new Promise((r) => setTimeout(r, 500));
+          if (status === 143) process.kill(cli, 'SIGTERM');
+          const written = await waitFor(() => exists(join(dir, 'status')), {
+            what: "procwarden's exit status, the terminal still stopped",
+            timeoutMs: 8000,
+          });
+          expect(written).toBe(true);
+          expect(readFileSync(join(dir, 'status'), 'utf8').trim()).toBe(String(status));
+          await waitFor(() => !alive(main), { what: 'yes gone' });
+          expect(t.sttyRestored()).toBe(true);
+        } finally {
+          // Gone with the shell once it has recorded the status; only the old code gets here stopped.
+          if (server) process.kill(server, 'SIGCONT');
+          else spawnSync('tmux', ['-L', t.socket, 'send-keys', '-t', 'pw', 'C-q']);
+          t.close();
+        }
+      });
+    }
   }
 
   it('--env TERM=dumb from a terminal: the command gets dumb, not our TERM', async () => {

@@ -13,6 +13,7 @@ import { inheritedFds } from './inherited-fds.js';
 import { connectPty } from './pty-terminal.js';
 import { onStopSignals, TERMINAL_SIGNALS } from './signals.js';
 import { stopLine } from './stop-line.js';
+import { type TerminalOut, type TerminalOuts, terminalOuts } from './terminal-out.js';
 import { noteWriteError, writeAll, writeNow } from './write-now.js';
 
 const OPTIONS = {
@@ -58,16 +59,20 @@ type JsonSink = (text: string) => Promise<NodeJS.ErrnoException | null>;
  * Where --json goes: a file (opened now, so a bad path fails before anything runs), stdout or
  * stderr. Writing it says whether it got there: the status depends on it.
  */
-function openJsonSink(target: string | undefined): JsonSink | null {
+function openJsonSink(target: string | undefined, terminals: TerminalOuts): JsonSink | null {
   if (target === undefined) return null;
   const toStream =
-    (stream: NodeJS.WriteStream): JsonSink =>
+    (stream: NodeJS.WriteStream, terminal: TerminalOut | undefined): JsonSink =>
     (text) =>
-      new Promise((resolve) => {
-        stream.write(text, (error) => resolve((error as NodeJS.ErrnoException | null | undefined) ?? null));
-      });
-  if (target === '') return toStream(process.stderr);
-  if (target === '-') return toStream(process.stdout);
+      terminal
+        ? (terminal.write(Buffer.from(text)) ?? Promise.resolve(null))
+        : new Promise((resolve) => {
+            stream.write(text, (error) =>
+              resolve((error as NodeJS.ErrnoException | null | undefined) ?? null),
+            );
+          });
+  if (target === '') return toStream(process.stderr, terminals[2]);
+  if (target === '-') return toStream(process.stdout, terminals[1]);
   let fd: number;
   try {
     fd = openSync(target, 'w');
@@ -82,8 +87,23 @@ function openJsonSink(target: string | undefined): JsonSink | null {
   };
 }
 
-/** Writes a chunk; a promise while the stream is full, settled by 'drain' (or its end). */
-function passOn(out: NodeJS.WriteStream, chunk: Uint8Array): Promise<void> | undefined {
+/**
+ * Writes a chunk; a promise while the stream is full, settled by 'drain' (or its end). A terminal
+ * goes through its writer (terminal-out.ts): Node's stream would block in write(2) while it stops
+ * reading; its failure goes to `failed`, as a stream's goes to its 'error' listener.
+ */
+function passOn(
+  out: NodeJS.WriteStream,
+  terminal: TerminalOut | undefined,
+  failed: (error: NodeJS.ErrnoException) => void,
+  chunk: Uint8Array,
+): Promise<void> | undefined {
+  if (terminal) {
+    const pending = terminal.write(chunk);
+    return pending?.then((error) => {
+      if (error) failed(error);
+    });
+  }
   if (out.write(chunk)) return undefined;
   return new Promise((resolve) => {
     const done = () => {
@@ -129,7 +149,13 @@ export async function runCommand(args: string[]): Promise<number> {
   );
   const graceMs = checked(() => (values.grace === undefined ? 5000 : parseDuration(values.grace, '--grace')));
   const killSignal = checked(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
-  const writeJson = openJsonSink(values.json);
+  const terminals = terminalOuts();
+  /** One of our own lines on stderr, in its place after the command's output on a terminal. */
+  const say = (text: string) => {
+    if (terminals[2]) terminals[2].write(Buffer.from(text));
+    else process.stderr.write(text);
+  };
+  const writeJson = openJsonSink(values.json, terminals);
 
   let stdoutOpen = true;
   let stderrOpen = true;
@@ -157,13 +183,16 @@ export async function runCommand(args: string[]): Promise<number> {
       // holds it: while our stdout (or stderr) is full, the command's pipe is not read.
       maxBytes: writeJson ? undefined : 0,
       onBytes: (chunk, stream) => {
-        if (stream === 'stderr') return stderrOpen ? passOn(process.stderr, chunk) : undefined;
-        if (stdoutOpen) return passOn(process.stdout, chunk);
+        if (stream === 'stderr')
+          return stderrOpen ? passOn(process.stderr, terminals[2], outputFailed.stderr, chunk) : undefined;
+        if (stdoutOpen) return passOn(process.stdout, terminals[1], outputFailed.stdout, chunk);
       },
     },
   };
   // Assigned by the spawn below; `stop` only runs from a signal or an error event, after it.
   let handle!: RunHandle;
+  // Set once `handle` is: output reaches onBytes only after the spawn.
+  const outputFailed = {} as Record<'stdout' | 'stderr', (error: NodeJS.ErrnoException) => void>;
   let received: NodeJS.Signals | null = null;
   /** Our stdout's reader went away (EPIPE) before anything else stopped the run: SIGPIPE stands for it. */
   let readerGone = false;
@@ -207,42 +236,51 @@ export async function runCommand(args: string[]): Promise<number> {
       handle.cancel(`write error on stdout (${error.code})`);
     }
   };
-  process.stdout.on('error', onOutputError('stdout'));
-  process.stderr.on('error', onOutputError('stderr'));
+  outputFailed.stdout = onOutputError('stdout');
+  outputFailed.stderr = onOutputError('stderr');
+  process.stdout.on('error', outputFailed.stdout);
+  process.stderr.on('error', outputFailed.stderr);
 
   const result: RunResult = await handle.result;
-  detach?.();
-  // The EPIPE listener stays: `--json -` into a closed stdout must not crash with a trace.
-  uninstall();
-  // A reader that went away while a timeout was already ending the run changed nothing: the
-  // first reason wins, as the stop line says.
-  if (readerGone && received === 'SIGPIPE' && result.timedOut) received = null;
+  // A terminal that stopped reading (Ctrl-S) holds no more than a moment what is left to write.
+  terminals.end();
+  try {
+    detach?.();
+    // The EPIPE listener stays: `--json -` into a closed stdout must not crash with a trace.
+    uninstall();
+    // A reader that went away while a timeout was already ending the run changed nothing: the
+    // first reason wins, as the stop line says.
+    if (readerGone && received === 'SIGPIPE' && result.timedOut) received = null;
 
-  if (result.reason === 'spawn-error') {
-    process.stderr.write(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
-  } else if (writeFailed) {
-    if (stderrOpen) process.stderr.write(`procwarden run: write error: ${writeFailed.message}\n`);
-  } else if (!values.quiet) {
-    const line = stopLine(
-      result,
-      { timeoutMs, idleTimeoutMs, graceMs, received, killSignal },
-      painter(useColour(process.stderr)),
-    );
-    if (line) process.stderr.write(`${line}\n`);
+    if (result.reason === 'spawn-error') {
+      say(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
+    } else if (writeFailed) {
+      if (stderrOpen) say(`procwarden run: write error: ${writeFailed.message}\n`);
+    } else if (!values.quiet) {
+      const line = stopLine(
+        result,
+        { timeoutMs, idleTimeoutMs, graceMs, received, killSignal },
+        painter(useColour(process.stderr)),
+      );
+      if (line) say(`${line}\n`);
+    }
+    if (writeFailed) {
+      writeJson?.(`${JSON.stringify(result, null, 2)}\n`);
+      return EXIT_FAILED;
+    }
+    // Its failure may come as the write's error, the stream's 'error' event (above), or both.
+    const jsonError =
+      (writeJson ? await writeJson(`${JSON.stringify(result, null, 2)}\n`) : null) ?? writeFailed;
+    if (jsonError && received === null) {
+      noteWriteError(jsonError);
+      // Its reader went away (`--json - | true`): as a closed pipe ends a writer, 141.
+      if (jsonError.code === 'EPIPE') return runStatus(result, 'SIGPIPE');
+      if (stderrOpen) say(`procwarden run: --json: write error: ${jsonError.message}\n`);
+      return EXIT_FAILED;
+    }
+    return runStatus(result, received);
+  } finally {
+    // Our own lines and the last output, unless the terminal has stalled: then the status, at once.
+    await terminals.drained();
   }
-  if (writeFailed) {
-    writeJson?.(`${JSON.stringify(result, null, 2)}\n`);
-    return EXIT_FAILED;
-  }
-  // Its failure may come as the write's error, the stream's 'error' event (above), or both.
-  const jsonError =
-    (writeJson ? await writeJson(`${JSON.stringify(result, null, 2)}\n`) : null) ?? writeFailed;
-  if (jsonError && received === null) {
-    noteWriteError(jsonError);
-    // Its reader went away (`--json - | true`): as a closed pipe ends a writer, 141.
-    if (jsonError.code === 'EPIPE') return runStatus(result, 'SIGPIPE');
-    if (stderrOpen) process.stderr.write(`procwarden run: --json: write error: ${jsonError.message}\n`);
-    return EXIT_FAILED;
-  }
-  return runStatus(result, received);
 }
