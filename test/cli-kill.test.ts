@@ -479,6 +479,23 @@ describe('procwarden kill PARENT CHILD: a pid dropped as covered by another', ()
     expect(outcomes.map((o) => o.pid)).toEqual([10]);
   });
 
+  it("a thread's process is read before any signal: once the process is gone, it cannot be", async () => {
+    const ended: number[] = [];
+    const outcomes = await endTrees(
+      [10, 12],
+      () => null,
+      async (pids) => pids.filter((pid) => pid !== 12),
+      async (pid) => {
+        ended.push(pid);
+        return { pid, report: report(10) };
+      },
+      // 12 is a thread of 10; after 10 is ended, /proc/12 is gone and reads as itself.
+      (pid) => (pid === 12 && ended.length === 0 ? 10 : pid),
+    );
+    expect(ended).toEqual([10]);
+    expect(outcomes.map((o) => o.pid)).toEqual([10]);
+  });
+
   it('is ended on its own when its covering root could not be (it exited meanwhile) (review)', async () => {
     const ended: number[] = [];
     const outcomes = await endTrees(

@@ -138,6 +138,8 @@ export async function endTrees(
 ): Promise<Outcome[]> {
   const outcomes = given.map(refusalOf).filter((o) => o !== null);
   let pending = given.filter((pid) => refusalOf(pid) === null);
+  // Read before any signal: a thread's process cannot be read once it is gone.
+  const owners = new Map(pending.map((pid) => [pid, processOf(pid)]));
   while (pending.length > 0) {
     const found = await distinct(pending);
     // Never none, or the loop would not end: a listing that covered every pid proves nothing.
@@ -145,7 +147,7 @@ export async function endTrees(
     const round = await Promise.all([...roots].map(end));
     outcomes.push(...round);
     const ended = new Set(round.flatMap((o) => ('report' in o ? o.report.members.map((m) => m.pid) : [])));
-    pending = pending.filter((pid) => !roots.has(pid) && !ended.has(processOf(pid)));
+    pending = pending.filter((pid) => !roots.has(pid) && !ended.has(owners.get(pid) ?? pid));
   }
   return outcomes.sort((a, b) => given.indexOf(a.pid) - given.indexOf(b.pid));
 }
