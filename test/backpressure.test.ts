@@ -1,6 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { ReadStream } from 'node:tty';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Supervisor } from '../src/index.js';
 import { CLI } from './helpers/cli.js';
@@ -254,6 +257,55 @@ describe('backpressure: the file sink', () => {
     expect(r.stdout.text).toBe('hello\n');
     expect(ticks).toBeGreaterThan(10);
     expect(r.tree.report?.notes.join('\n')).toMatch(/is a FIFO with no reader \(ENXIO\)/);
+  });
+
+  it('a socket (stdout under systemd or procwarden run, as /dev/stdout): said so, not a FIFO (review)', async () => {
+    const dir = leaks.trackDir(makeTmp());
+    const path = join(dir, 'out.sock');
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+    try {
+      const r = await sup.spawn({
+        argv: ['sh', '-c', 'echo hello; exec sleep 30'],
+        timeoutMs: 300,
+        output: { file: path },
+      }).result;
+      expect(r.stdout.text).toBe('hello\n');
+      expect(r.notes.join('\n')).toMatch(/is a socket, which cannot be opened as a file \(ENXIO\)/);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('a terminal whose reader is slow gets every byte (review)', async () => {
+    // A terminal pair from node-pty's binding; the master is read slowly, so the terminal's buffer
+    // fills: the file, opened O_NONBLOCK, answered EAGAIN, and the sink gave up after 15 KB.
+    const binding = createRequire(import.meta.url)('@lydell/node-pty/requireBinary.js').requireBinary(
+      'pty.node',
+    ) as { open(cols: number, rows: number): { master: number; slave: number; pty: string } };
+    const pair = binding.open(80, 24);
+    const total = 2_000_000;
+    let got = 0;
+    const reader = new ReadStream(pair.master);
+    reader.on('data', (chunk) => {
+      got += chunk.length;
+      reader.pause();
+      setTimeout(() => reader.resume(), 5);
+    });
+    reader.on('error', () => {});
+    try {
+      const r = await sup.spawn({
+        argv: ['sh', '-c', `head -c ${total} /dev/zero | tr '\\0' x`],
+        output: { file: pair.pty, maxBytes: 0 },
+      }).result;
+      expect(r.reason).toBe('exit');
+      expect(r.notes).toEqual([]);
+      await waitFor(() => got >= total, { what: 'every byte through the terminal', timeoutMs: 20_000 });
+      expect(got).toBe(total);
+    } finally {
+      reader.destroy();
+      closeSync(pair.slave);
+    }
   });
 
   it('a regular file gets every byte before result resolves, and no note', async () => {

@@ -2,6 +2,7 @@ import { closeSync, openSync } from 'node:fs';
 import { isProcwardenError } from '../errors.js';
 import { tty } from '../lazy-builtins.js';
 import { normalizeSignal, parseDuration } from '../options/index.js';
+import { type TerminalOut, type TerminalOuts, terminalOuts } from '../output/terminal-out.js';
 import { Supervisor } from '../supervisor/index.js';
 import type { ContainmentMode, RunHandle, RunResult, RunSpec } from '../types.js';
 import { parseOptions, splitAtCommand, UsageError } from './args.js';
@@ -13,7 +14,6 @@ import { inheritedFds } from './inherited-fds.js';
 import { connectPty } from './pty-terminal.js';
 import { onStopSignals, TERMINAL_SIGNALS } from './signals.js';
 import { stopLine } from './stop-line.js';
-import { type TerminalOut, type TerminalOuts, terminalOuts } from './terminal-out.js';
 import { noteWriteError, writeAll, writeNow } from './write-now.js';
 
 const OPTIONS = {
@@ -89,7 +89,7 @@ function openJsonSink(target: string | undefined, terminals: TerminalOuts): Json
 
 /**
  * Writes a chunk; a promise while the stream is full, settled by 'drain' (or its end). A terminal
- * goes through its writer (terminal-out.ts): Node's stream would block in write(2) while it stops
+ * goes through its writer (output/terminal-out.ts): Node's stream would block in write(2) while it stops
  * reading; its failure goes to `failed`, as a stream's goes to its 'error' listener.
  */
 function passOn(

@@ -2,7 +2,8 @@ import { accessSync, constants, createWriteStream, fstatSync, openSync, statSync
 import { dirname, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { ProcwardenError } from '../errors.js';
-import { net } from '../lazy-builtins.js';
+import { net, tty } from '../lazy-builtins.js';
+import { terminalStream } from './terminal-out.js';
 
 function cannotOpen(path: string, code: string | undefined): ProcwardenError {
   return new ProcwardenError(
@@ -59,9 +60,9 @@ export class FileSink {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENXIO') {
-        note(
-          `output.file ${JSON.stringify(path)} is a FIFO with no reader (ENXIO); output was not written to it`,
-        );
+        // A socket (stdout under systemd, or under `procwarden run`: /dev/stdout) fails the same way.
+        const what = isSocket(path) ? 'a socket, which cannot be opened as a file' : 'a FIFO with no reader';
+        note(`output.file ${JSON.stringify(path)} is ${what} (ENXIO); output was not written to it`);
         return;
       }
       throw cannotOpen(path, code);
@@ -120,6 +121,18 @@ export class FileSink {
 }
 
 function openStream(fd: number): Writable {
-  if (fstatSync(fd).isFIFO()) return new (net().Socket)({ fd, readable: false, writable: true });
+  const stat = fstatSync(fd);
+  if (stat.isFIFO()) return new (net().Socket)({ fd, readable: false, writable: true });
+  // A terminal (/dev/tty, /dev/pts/N) opened O_NONBLOCK answers a full buffer with EAGAIN, which a
+  // file stream takes for a failure (see terminalStream).
+  if (stat.isCharacterDevice() && tty().isatty(fd)) return terminalStream(fd);
   return createWriteStream('', { fd, autoClose: true });
+}
+
+function isSocket(path: string): boolean {
+  try {
+    return statSync(path).isSocket();
+  } catch {
+    return false;
+  }
 }

@@ -1,4 +1,5 @@
-import { constants, fstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, writeSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import { tty } from '../lazy-builtins.js';
 
 /** A write that could not finish at once: settled once it is out, or with the error that refused it. */
@@ -16,7 +17,8 @@ interface Queued {
 }
 
 /**
- * Output to a terminal that never blocks procwarden. Node writes to a terminal with a blocking
+ * Output to a terminal that never blocks procwarden (the CLI's stdout and stderr, an output.file
+ * that names a terminal). Node writes to a terminal with a blocking
  * write(2) (libuv), so a terminal that stops reading (Ctrl-S, a stalled ssh link) froze the event
  * loop: no timeout fired, no signal was acted on. This writes to a description of the terminal of
  * its own, opened non-blocking: the shell and the command share fd 1's, and must keep it blocking.
@@ -58,6 +60,13 @@ export class TerminalOut {
    */
   end(): void {
     this.ending = true;
+  }
+
+  /** Stops at once: what is queued is dropped, no retry is left pending (the fd is the caller's to close). */
+  close(): void {
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = undefined;
+    this.abandon();
   }
 
   /** Resolves once nothing is queued: all of it written, refused, or dropped. */
@@ -165,4 +174,30 @@ export function terminalOuts(): TerminalOuts {
       await Promise.all(all.map((out) => out.drained()));
     },
   };
+}
+
+/**
+ * A Writable over a terminal fd opened O_NONBLOCK (output.file naming /dev/tty, /dev/pts/N): a
+ * file stream takes the terminal's EAGAIN for a failure, and Node's terminal stream writes with a
+ * blocking write(2), which would hold the host's event loop while the terminal's reader is slow.
+ * Closes the fd when it is done.
+ */
+export function terminalStream(fd: number): Writable {
+  const out = new TerminalOut(fd);
+  return new Writable({
+    write(chunk: Uint8Array, _encoding, callback) {
+      const pending = out.write(chunk);
+      if (!pending) callback();
+      else pending.then((error) => callback(error ?? undefined));
+    },
+    destroy(error, callback) {
+      out.close();
+      try {
+        closeSync(fd);
+      } catch {
+        // already closed
+      }
+      callback(error);
+    },
+  });
 }
