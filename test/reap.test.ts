@@ -10,6 +10,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { describeReap } from '../src/cli/reap.js';
 import { type ReapReport, reap, Supervisor } from '../src/index.js';
 import { type EnvQuery, type ProcessTable, ProcfsTable, type Sweep } from '../src/tree/index.js';
 import { sweepCgroups } from './helpers/cgroups.js';
@@ -480,5 +481,38 @@ describe("reap's scans", () => {
     expect(report.runs[0]?.members.map((m) => m.pid)).toEqual([pid]);
     await waitFor(() => !alive(pid), { what: 'holder gone' });
     expect(hidden).toBe(0);
+  });
+});
+
+describe("procwarden reap's text report", () => {
+  it('prints what a member could name (its command, a cgroup in a note) without control or format characters (review)', () => {
+    const evil = '\u001b[2J\u001b]0;PWNED\u0007\nfake row\u202e';
+    const report: ReapReport = {
+      stateDir: '/state',
+      dryRun: false,
+      skipped: [],
+      survivors: 0,
+      runs: [
+        {
+          runId: 'pwx-1',
+          files: [],
+          supervisorId: 'pwx',
+          supervisorPid: 42,
+          command: 'x',
+          action: 'reaped',
+          members: [{ pid: 7, command: evil }],
+          signalled: 1,
+          killed: 0,
+          escaped: 0,
+          cgroupPath: null,
+          notes: [`removed cgroup(s) a member made in /p: ${evil}`],
+          refused: [`pid 8 (${evil})`],
+        },
+      ],
+    };
+    const text = describeReap(report);
+    expect([...text].filter((c) => c !== '\n' && /[\p{Cc}\p{Cf}]/u.test(c))).toEqual([]);
+    // One line per member, note and refusal: no row a member's name could add.
+    expect(text.split('\n')).toHaveLength(6);
   });
 });

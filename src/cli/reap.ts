@@ -4,7 +4,7 @@ import { checkStateDir, type ReapedRun, type ReapReport, reap } from '../journal
 import { parseDuration } from '../options/index.js';
 import { parseOptions, UsageError } from './args.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
-import { processes } from './format.js';
+import { printable, processes } from './format.js';
 import { REAP_HELP } from './help.js';
 import { writeNow } from './write-now.js';
 
@@ -26,7 +26,8 @@ const ACTION_TEXT: Record<ReapedRun['action'], string> = {
   refused: "REFUSED in part (the record names what reap cannot prove is the run's; record kept)",
 };
 
-function describe(report: ReapReport): string {
+/** The text report; what a member could name (its command, a cgroup's name in a note) is printable. */
+export function describeReap(report: ReapReport): string {
   const lines = [`journal: ${report.stateDir}${report.dryRun ? ' (dry run: nothing was signalled)' : ''}`];
   // A mistyped --state-dir is told from a clean journal.
   if (report.runs.length === 0)
@@ -41,11 +42,11 @@ function describe(report: ReapReport): string {
     lines.push(
       `${run.runId} (supervisor pid ${run.supervisorPid}): ${ACTION_TEXT[run.action]}${tree}${killed}`,
     );
-    for (const m of run.members) lines.push(`  ${String(m.pid).padStart(7)}  ${m.command}`);
-    for (const note of run.notes) lines.push(`  note: ${note}`);
-    for (const why of run.refused) lines.push(`  refused: ${why}`);
+    for (const m of run.members) lines.push(`  ${String(m.pid).padStart(7)}  ${printable(m.command)}`);
+    for (const note of run.notes) lines.push(`  note: ${printable(note)}`);
+    for (const why of run.refused) lines.push(`  refused: ${printable(why)}`);
   }
-  for (const s of report.skipped) lines.push(`skipped ${s.file}: ${s.problem}`);
+  for (const s of report.skipped) lines.push(`skipped ${printable(s.file)}: ${printable(s.problem)}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -72,7 +73,7 @@ export async function reapCommand(args: string[]): Promise<number> {
     ...(stateDir !== undefined ? { stateDir } : {}),
     ...(graceMs !== undefined ? { graceMs } : {}),
   });
-  writeNow(1, values.json ? `${JSON.stringify(report, null, 2)}\n` : describe(report));
+  writeNow(1, values.json ? `${JSON.stringify(report, null, 2)}\n` : describeReap(report));
   return failed(report) ? EXIT_FAILURE : 0;
 }
 
