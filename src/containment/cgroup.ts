@@ -1,5 +1,5 @@
 import { type Deliverer, type Guard, type MemberScan, type Members, unconfirmed } from '../kill/index.js';
-import { isGone, type ProcessInfo, type ProcessTable, stillAlive } from '../tree/index.js';
+import { descendantsOf, isGone, type ProcessInfo, type ProcessTable, stillAlive } from '../tree/index.js';
 import {
   holdsUnidentified,
   isPopulated,
@@ -81,12 +81,23 @@ export class CgroupContainment implements Containment {
       const fresh = await this.table.get(root.pid);
       if (stillAlive(fresh, root)) out.set(key(fresh), fresh);
     }
+    // Before the first signal, the descendants of what is inside: a child a root member moved out
+    // of the cgroup (and out of its session, without the cookie) is tied to the run by its parent
+    // alone, and that link is gone once the parent, inside, has died of the signal. One listing,
+    // no environment read: the cookie outlives the signal, and the scans below still read it.
+    if (!this.wide && !this.signalled && out.size > 0) {
+      const list = await this.table.list();
+      const inside = [...out.values()].filter((m) => !isUnidentifiedMember(m)).map((m) => m.pid);
+      const outside = descendantsOf(list, inside).filter(
+        (d) => !out.has(key(d)) && !isGone(d) && !this.guard.forbidsPid(d.pid),
+      );
+      if (outside.length > 0)
+        this.widen(`${outside.length} member(s) of the run were outside cgroup ${this.cgroupPath}`);
+      this.membership.remember(outside);
+    }
     // Once signalled, "gone" is only believed after the table agrees: the cgroup alone cannot see
-    // members that were moved out before we first looked. And before the first signal, a tree that
-    // is there to signal is read from the table too: a child a root member moved out of the cgroup
-    // (and out of its session, without the cookie) is tied to the run by its parent alone, and
-    // that link is gone once the parent, inside, has died of the signal (as in process-group mode).
-    if (this.wide || (this.signalled ? out.size === 0 : out.size > 0)) {
+    // members that were moved out before we first looked.
+    if (this.wide || (this.signalled && out.size === 0)) {
       const before = out.size;
       const onSight = scan?.stopOnSight ? (m: ProcessInfo) => this.deliverer.stopNow(m) : undefined;
       const found = await this.membership.scan(onSight);
