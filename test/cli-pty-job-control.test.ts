@@ -73,9 +73,14 @@ function shellInTmux(dir: string, shell: string[] = ['sh', '-i']) {
 }
 
 /** The shell's terminal settings, then `procwarden run --pty` started at its prompt, once ready. */
-async function startRun(t: ReturnType<typeof shellInTmux>, dir: string) {
+async function startRun(
+  t: ReturnType<typeof shellInTmux>,
+  dir: string,
+  { options = [] as string[], background = false } = {},
+) {
   const before = await t.settings('stty.before');
-  t.type(`${process.execPath} ${CLI} run --pty -- ${fixture('pty-interactive.sh')} ${dir}`, 'Enter');
+  const line = [process.execPath, CLI, 'run', '--pty', ...options, '--', fixture('pty-interactive.sh'), dir];
+  t.type(`${line.join(' ')}${background ? ' &' : ''}`, 'Enter');
   await t.shows('ready');
   const cli = readPids(dir).get('cli') as number;
   const main = readPids(dir).get('main') as number;
@@ -199,16 +204,10 @@ describe.skipIf(!hasTmux)('procwarden run --pty stopped and continued from a she
     const dir = leaks.trackDir(makeTmp());
     const t = shellInTmux(dir, ['bash', '--norc', '--noprofile', '-i']);
     try {
-      const before = await t.settings('stty.before');
-      t.type(
-        `${process.execPath} ${CLI} run --pty --timeout 1.5 -- ${fixture('pty-interactive.sh')} ${dir} &`,
-        'Enter',
-      );
-      await t.shows('ready');
-      const cli = readPids(dir).get('cli') as number;
-      const main = readPids(dir).get('main') as number;
-      leaks.track(cli);
-      leaks.track(main);
+      const { before, cli, main } = await startRun(t, dir, {
+        options: ['--timeout', '1.5'],
+        background: true,
+      });
       expect(state(cli)).not.toBe('T');
       expect(t.raw()).toBe(false);
       await waitFor(() => !alive(main) && !alive(cli), { what: 'the timeout to end the run' });
@@ -224,13 +223,7 @@ describe.skipIf(!hasTmux)('procwarden run --pty stopped and continued from a she
     const dir = leaks.trackDir(makeTmp());
     const t = shellInTmux(dir, ['bash', '--norc', '--noprofile', '-i']);
     try {
-      const before = await t.settings('stty.before');
-      t.type(`${process.execPath} ${CLI} run --pty -- ${fixture('pty-interactive.sh')} ${dir} &`, 'Enter');
-      await t.shows('ready');
-      const cli = readPids(dir).get('cli') as number;
-      const main = readPids(dir).get('main') as number;
-      leaks.track(cli);
-      leaks.track(main);
+      const { before, cli, main } = await startRun(t, dir, { background: true });
       // The shell still reads its own lines: what it runs here is typed in its own mode.
       expect(await t.settings('stty.bg')).toBe(before);
       expect(state(cli)).not.toBe('T');

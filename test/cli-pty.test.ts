@@ -105,6 +105,34 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
     }
   });
 
+  /**
+   * procwarden runs `script` in a window of its own, through a shell that ignores SIGHUP (so that
+   * it outlives its terminal and records procwarden's status); then the terminal hangs up: its
+   * server (the master's holder) is gone. Stderr goes to DIR/stderr.
+   */
+  async function hungUp(script: string, pty: boolean) {
+    const dir = leaks.trackDir(makeTmp());
+    const t = inTmux(
+      dir,
+      `trap '' HUP; ${process.execPath} ${CLI} run${pty ? ' --pty' : ''} -- ${fixture(script)} ${dir} 2> ${dir}/stderr`,
+    );
+    let closed = false;
+    try {
+      await t.shows('ready');
+      const cli = readPids(dir).get('cli') as number;
+      const main = readPids(dir).get('main') as number;
+      leaks.track(cli);
+      leaks.track(main);
+      const server = Number(t.tmux('display-message', '-p', '#{pid}').trim());
+      t.close();
+      closed = true;
+      await waitFor(() => !alive(server), { what: 'the tmux server gone' });
+      return { dir, t, cli, main };
+    } finally {
+      if (!closed) t.close();
+    }
+  }
+
   // Node restores a terminal's settings as it exits, and aborted (status 134) when it had hung up.
   for (const [how, pty, status] of [
     ['SIGHUP to procwarden', false, 129],
@@ -112,32 +140,12 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
     ['no signal to procwarden, the command killed', false, 137],
   ] as const) {
     it(`after the terminal hung up, ${how}${pty ? ' (--pty)' : ''}: status ${status}, no crash`, async () => {
-      const dir = leaks.trackDir(makeTmp());
-      // The shell ignores SIGHUP so that it outlives its terminal and records procwarden's status.
-      const t = inTmux(
-        dir,
-        `trap '' HUP; ${process.execPath} ${CLI} run${pty ? ' --pty' : ''} -- ${fixture('pty-interactive.sh')} ${dir} 2> ${dir}/stderr`,
-      );
-      let closed = false;
-      try {
-        await t.shows('ready');
-        const cli = readPids(dir).get('cli') as number;
-        const main = readPids(dir).get('main') as number;
-        leaks.track(cli);
-        leaks.track(main);
-        const server = Number(t.tmux('display-message', '-p', '#{pid}').trim());
-        t.close();
-        closed = true;
-        // The terminal has hung up once its server (the master's holder) is gone: only then.
-        await waitFor(() => !alive(server), { what: 'the tmux server gone' });
-        if (status === 129) process.kill(cli, 'SIGHUP');
-        else process.kill(main, 'SIGKILL');
-        expect(await t.status()).toBe(status);
-        expect(readFileSync(join(dir, 'stderr'), 'utf8')).not.toContain('Assertion');
-        await waitFor(() => !alive(main), { what: 'the command gone' });
-      } finally {
-        if (!closed) t.close();
-      }
+      const { dir, t, cli, main } = await hungUp('pty-interactive.sh', pty);
+      if (status === 129) process.kill(cli, 'SIGHUP');
+      else process.kill(main, 'SIGKILL');
+      expect(await t.status()).toBe(status);
+      expect(readFileSync(join(dir, 'stderr'), 'utf8')).not.toContain('Assertion');
+      await waitFor(() => !alive(main), { what: 'the command gone' });
     });
   }
 
@@ -145,31 +153,13 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
     it(`after the terminal hung up, SIGHUP and a command that prints on it${pty ? ' (--pty)' : ''}: 129, no write error`, async () => {
       // The line the command printed on its SIGHUP went to a terminal that answers EIO: that used to
       // be "write error: write EIO" and status 125 in place of 129.
-      const dir = leaks.trackDir(makeTmp());
-      const t = inTmux(
-        dir,
-        `trap '' HUP; ${process.execPath} ${CLI} run${pty ? ' --pty' : ''} -- ${fixture('hup-prints.sh')} ${dir} 2> ${dir}/stderr`,
-      );
-      let closed = false;
-      try {
-        await t.shows('ready');
-        const cli = readPids(dir).get('cli') as number;
-        const main = readPids(dir).get('main') as number;
-        leaks.track(cli);
-        leaks.track(main);
-        const server = Number(t.tmux('display-message', '-p', '#{pid}').trim());
-        t.close();
-        closed = true;
-        await waitFor(() => !alive(server), { what: 'the tmux server gone' });
-        process.kill(cli, 'SIGHUP');
-        expect(await t.status()).toBe(129);
-        expect(exists(join(dir, 'hup'))).toBe(true);
-        const stderr = readFileSync(join(dir, 'stderr'), 'utf8');
-        expect(stderr).not.toContain('write error');
-        expect(stderr).toMatch(/^procwarden: got SIGHUP, stopping the command/m);
-      } finally {
-        if (!closed) t.close();
-      }
+      const { dir, t, cli } = await hungUp('hup-prints.sh', pty);
+      process.kill(cli, 'SIGHUP');
+      expect(await t.status()).toBe(129);
+      expect(exists(join(dir, 'hup'))).toBe(true);
+      const stderr = readFileSync(join(dir, 'stderr'), 'utf8');
+      expect(stderr).not.toContain('write error');
+      expect(stderr).toMatch(/^procwarden: got SIGHUP, stopping the command/m);
     });
   }
 
