@@ -1,85 +1,72 @@
-// The watchdog (issue 12): what it costs and how fast it acts.
-// - start cost: the host's share of starting one (its spawn, on the event-loop turn after the
-//   first run's spawn) and what the first spawn itself pays with a watchdog and without;
-// - its memory: VmRSS of a listening watchdog;
-// - host SIGKILL -> extinction: a host holding one run (sh + two sleeps that die on SIGTERM) is
-//   SIGKILLed; the time until every member is gone (zombies count as gone), ROUNDS times.
-// Usage: node bench/watchdog.mjs [ROUNDS=20]   (after npm run build)
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+// The host guard (issue 43): what it costs and how fast it acts, on this machine, in one run.
+// - the first spawn(): in fresh processes, with the guard and without (PROCWARDEN_WATCHDOG=0), and
+//   beside it a raw spawn of /bin/sh, one fork and exec: what any guard of its own costs at least;
+// - its memory: the guard's VmRSS (and how many guards) with 1 and 20 Supervisors in one host;
+// - host SIGKILL -> the first signal a member gets, and -> extinction of the run's tree, ROUNDS
+//   times (the member records the epoch time it got SIGTERM; the host's kill is timed here);
+// - the same extinction with 20,000 other supervisors' records in the state directory.
+// Usage: node bench/watchdog.mjs [ROUNDS=30]   (after npm run build; not part of npm run bench)
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Supervisor } from '../dist/index.js';
-import { Watchdog } from '../dist/watchdog/launch.js';
 import { isGone, stat } from './lib/procs.mjs';
 import { summarize } from './lib/stats.mjs';
 
-const rounds = Number(process.argv[2] ?? 20);
+const rounds = Number(process.argv[2] ?? 30);
 const here = dirname(fileURLToPath(import.meta.url));
-const stateDir = mkdtempSync(join(tmpdir(), 'pw-bench-wd-'));
+const worker = join(here, 'workers', 'guard-host.mjs');
+const stateDir = mkdtempSync(join(tmpdir(), 'pw-bench-guard-'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const fmt = (s, unit = 'ms', digits = 2) =>
   `median ${s.median.toFixed(digits)} ${unit}, min ${s.min.toFixed(digits)}, worst ${s.max.toFixed(digits)} (n=${s.n})`;
-
-const listening = (pid) => {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('procwarden-watchdog');
-  } catch {
-    return false;
-  }
-};
-const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 const waitUntil = async (probe, what, ms = 30_000) => {
   const until = Date.now() + ms;
   while (!probe()) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(2);
+    await sleep(1);
   }
 };
+const runWorker = (args, env = {}) => {
+  const r = spawnSync(process.execPath, [worker, ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`worker ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout.trim().split(' ');
+};
 
-// 1. The host's share: Watchdog.start() is what runs on the turn after the first spawn.
-const starts = [];
-const rss = [];
-for (let i = 0; i < Math.min(rounds, 10); i++) {
-  const w = new Watchdog({ supervisorId: `pwbench${i}`, hostPid: process.pid, stateDir });
-  const t = performance.now();
-  w.start();
-  starts.push(performance.now() - t);
-  const pid = w.pid;
-  await waitUntil(() => listening(pid), 'the watchdog to listen');
-  rss.push(rssKiB(pid) / 1024);
-  w.stop();
-  await waitUntil(() => isGone({ pid, start: stat(pid)?.start }), 'the watchdog to exit');
-}
-
-// 2. What the first spawn pays: spawn() call time of a fresh supervisor's first run.
-const firstSpawn = { on: [], off: [] };
+// 1. The first spawn(), alternated with and without the guard.
+const first = { on: [], off: [], raw: [] };
 for (let i = 0; i < 20; i++) {
-  for (const watchdog of i % 2 ? [true, false] : [false, true]) {
-    const sup = new Supervisor({ stateDir, watchdog });
-    const t = performance.now();
-    const h = sup.spawn({ argv: ['/bin/true'] });
-    firstSpawn[watchdog ? 'on' : 'off'].push(performance.now() - t);
-    await h.result;
-    await sup.shutdown();
+  for (const on of i % 2 ? [true, false] : [false, true]) {
+    const [, spawnMs, rawMs] = runWorker(['first', stateDir], on ? {} : { PROCWARDEN_WATCHDOG: '0' });
+    first[on ? 'on' : 'off'].push(Number(spawnMs));
+    first.raw.push(Number(rawMs));
   }
 }
 
-// 3. Host SIGKILL -> extinction.
-const extinction = [];
-for (let i = 0; i < rounds; i++) {
-  const host = spawn(process.execPath, [join(here, 'workers', 'watchdog-host.mjs'), stateDir, '2000'], {
+// 2. The guard's memory with 1 and 20 supervisors.
+const rss = {};
+for (const n of [1, 20]) {
+  const [, guards, kib] = runWorker(['rss', stateDir, String(n)]);
+  rss[n] = { guards: Number(guards), mib: Number(kib) / 1024 };
+}
+
+// 3. Host SIGKILL -> first signal, -> extinction.
+async function hostKill(dir) {
+  const out = join(tmpdir(), `pw-bench-term-${process.pid}`);
+  rmSync(out, { force: true });
+  const host = spawn(process.execPath, [worker, 'kill', dir, '0', out], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  let out = '';
+  let text = '';
   host.stdout.on('data', (c) => {
-    out += c;
+    text += c;
   });
-  await waitUntil(() => out.includes('\n'), 'the host to be ready');
-  const [, runPid, wd] = out.trim().split(' ').map(Number);
-  await waitUntil(() => listening(wd), 'the watchdog to listen');
-  // The run's members: its process group, as it is now (sh and both sleeps).
+  await waitUntil(() => text.includes('\n'), 'the host to be ready');
+  const [, runPid, guard] = text.trim().split(' ').map(Number);
   const members = [];
   await waitUntil(() => {
     members.length = 0;
@@ -87,21 +74,70 @@ for (let i = 0; i < rounds; i++) {
       const s = /^\d+$/.test(e) ? stat(Number(e)) : null;
       if (s && s.pgid === runPid && s.state !== 'Z') members.push(s);
     }
-    return members.length >= 3;
+    return (
+      members.length >= 3 &&
+      members.some((m) => readFileSync(`/proc/${m.pid}/cmdline`, 'utf8').startsWith('perl'))
+    );
   }, 'the run to be up');
-  const t = performance.now();
+  await sleep(50); // perl's handler installed
+  const killedAt = performance.timeOrigin + performance.now();
   host.kill('SIGKILL');
+  const t = performance.now();
   await waitUntil(() => members.every(isGone), 'the tree to be gone');
-  extinction.push(performance.now() - t);
-  await waitUntil(() => !stat(wd) || stat(wd).state === 'Z', 'the watchdog to exit');
+  const extinct = performance.now() - t;
+  await waitUntil(() => existsSync(out) && readFileSync(out, 'utf8') !== '', 'the first signal');
+  const signalled = Number(readFileSync(out, 'utf8')) - killedAt;
+  await waitUntil(() => !stat(guard) || stat(guard).state === 'Z', 'the guard to exit');
+  rmSync(out, { force: true });
+  return { signalled, extinct };
 }
+
+const kills = { signalled: [], extinct: [] };
+for (let i = 0; i < rounds; i++) {
+  const r = await hostKill(stateDir);
+  kills.signalled.push(r.signalled);
+  kills.extinct.push(r.extinct);
+}
+// 20,000 stale records of other (dead) supervisors beside the host's own.
+const crowded = mkdtempSync(join(tmpdir(), 'pw-bench-guard-crowded-'));
+for (let i = 0; i < 20_000; i++) {
+  const id = `pw${(5_000_000 + i).toString(36)}abcdef`;
+  const record = {
+    format: 'procwarden.run/1',
+    supervisorId: id,
+    supervisorPid: 5_000_000 + i,
+    supervisorStart: '1',
+    runId: `${id}-1`,
+    pid: null,
+    pidStart: null,
+    pgid: null,
+    cookie: `${id}-1`,
+    cgroupPath: null,
+    startedAt: 0,
+    killSignal: 'SIGTERM',
+    graceMs: 100,
+    command: 'x',
+  };
+  writeFileSync(join(crowded, `${id}-1.json`), JSON.stringify(record), { mode: 0o600 });
+}
+const crowdedKills = [];
+for (let i = 0; i < Math.min(rounds, 10); i++) crowdedKills.push((await hostKill(crowded)).extinct);
 const left = readdirSync(stateDir);
 rmSync(stateDir, { recursive: true, force: true });
+rmSync(crowded, { recursive: true, force: true });
 
-console.log(`watchdog (node ${process.version}, load ${loadavg()[0].toFixed(2)})`);
-console.log(`  host's share of a watchdog start (spawn call): ${fmt(summarize(starts))}`);
-console.log(`  first spawn() call with watchdog:    ${fmt(summarize(firstSpawn.on))}`);
-console.log(`  first spawn() call without watchdog: ${fmt(summarize(firstSpawn.off))}`);
-console.log(`  watchdog RSS while listening: ${fmt(summarize(rss), 'MiB', 1)}`);
-console.log(`  host SIGKILL -> tree extinct (SIGTERM kills it): ${fmt(summarize(extinction), 'ms', 0)}`);
+const on = summarize(first.on);
+const off = summarize(first.off);
+console.log(`host guard (node ${process.version}, load ${loadavg()[0].toFixed(2)})`);
+console.log(`  first spawn() call, guard on:   ${fmt(on)}`);
+console.log(`  first spawn() call, guard off:  ${fmt(off)}`);
+console.log(`  added by the guard (medians):   ${(on.median - off.median).toFixed(2)} ms`);
+console.log(
+  `  raw spawn of /bin/sh (one fork+exec, the least a process costs): ${fmt(summarize(first.raw))}`,
+);
+for (const n of [1, 20])
+  console.log(`  ${n} supervisor(s): ${rss[n].guards} guard(s), ${rss[n].mib.toFixed(2)} MiB resident`);
+console.log(`  host SIGKILL -> first SIGTERM:  ${fmt(summarize(kills.signalled), 'ms', 1)}`);
+console.log(`  host SIGKILL -> tree extinct:   ${fmt(summarize(kills.extinct), 'ms', 1)}`);
+console.log(`  the same, 20,000 other records in the state dir: ${fmt(summarize(crowdedKills), 'ms', 1)}`);
 if (left.length > 0) console.log(`  journal not emptied: ${left.join(', ')}`);

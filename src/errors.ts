@@ -24,7 +24,9 @@ export type ProcwardenErrorCode =
   | 'LIVE_SESSION_LIMIT'
   | 'LIVE_SESSION_CLOSED'
   | 'LIVE_TURN_ACTIVE'
-  | 'LISTENER_THREW';
+  | 'LISTENER_THREW'
+  | 'GUARD_UNAVAILABLE'
+  | 'NOT_JOURNALLED';
 
 export class ProcwardenError extends Error {
   readonly code: ProcwardenErrorCode;

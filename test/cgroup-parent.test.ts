@@ -275,15 +275,19 @@ describe.skipIf(skip !== null)(`a run's cgroup and its record${skip ? ` (skipped
     expect(sup.journalProblems).toEqual([]);
   });
 
-  it("reap clears a dead supervisor's parent: a stale run cgroup with no record, a member's cgroup and one it named like a run's, their processes killed; another supervisor's run cgroup, named by its record, is left", async () => {
+  it("reap clears a dead supervisor's parent: a stale run cgroup with no record, a member's cgroup and one it named like a run's, their processes killed; another supervisor's run cgroup, journalled elsewhere, is left", async () => {
     const stateDir = leaks.trackDir(makeTmp('pw-rep-state-'));
+    const otherStateDir = leaks.trackDir(makeTmp('pw-rep-state-'));
+    // Supervisor ids of this (dead-to-be) process, as its guard's reap finds them by name.
+    const DEAD = `pw${process.pid.toString(36)}dead00`;
+    const OTHER = `pw${process.pid.toString(36)}0c0c0c`;
     // A dead supervisor's parent beside ours: our pid with a start time that is not ours.
     const parent = join(dirname(parentCgroup() as string), `procwarden-${process.pid}-1`);
     made.push(parent);
-    const run = join(parent, 'pwtestdead-1');
-    const stale = join(parent, 'pwtestdead-2');
+    const run = join(parent, `${DEAD}-1`);
+    const stale = join(parent, `${DEAD}-2`);
     const evil = join(parent, 'evil', 'deeper');
-    const other = join(parent, 'pwother000000-1');
+    const other = join(parent, `${OTHER}-1`);
     // Named like a run's by a member: no record names it (review).
     const forged = join(parent, 'pwevil-1');
     for (const d of [run, stale, evil, other, forged]) mkdirSync(d, { recursive: true });
@@ -299,24 +303,25 @@ describe.skipIf(skip !== null)(`a run's cgroup and its record${skip ? ` (skipped
     const inOther = start(other);
     const inForged = start(forged);
     writeFileSync(
-      join(stateDir, 'pwtestdead-1.json'),
-      deadRecord('pwtestdead-1', { cgroupPath: run, supervisorStart: '1' }),
+      join(stateDir, `${DEAD}-1.json`),
+      deadRecord(`${DEAD}-1`, { supervisorId: DEAD, cgroupPath: run, supervisorStart: '1' }),
     );
-    // The other supervisor of the dead process, whose watchdog reaps it: its record names its run's.
-    const otherRecord = join(stateDir, 'pwother000000-1.json');
+    // The other supervisor of the dead process journals elsewhere: the guard's reap of that
+    // directory ends it, in its own grace.
+    const otherRecord = join(otherStateDir, `${OTHER}-1.json`);
     writeFileSync(
       otherRecord,
-      deadRecord('pwother000000-1', {
-        supervisorId: 'pwother000000',
+      deadRecord(`${OTHER}-1`, {
+        supervisorId: OTHER,
         cgroupPath: other,
         supervisorStart: '1',
       }),
     );
-    // As the dead supervisor's watchdog does: only its own records.
+    // As the dead host's guard does, one state directory at a time.
     const report = await reap({
       stateDir,
       graceMs: 300,
-      deadSupervisor: { id: 'pwtestdead', pid: process.pid },
+      deadHost: { pid: process.pid, start: null },
     });
     expect(report.runs[0]?.action).toBe('reaped');
     await waitFor(() => !alive(inStale) && !alive(inEvil) && !alive(inForged), {

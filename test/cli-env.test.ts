@@ -40,8 +40,8 @@ describe.runIf(process.platform === 'linux')('PROCWARDEN_WATCHDOG', () => {
       leaks.track(cli.child.pid);
       const pid = cli.child.pid ?? 0;
       await waitFor(() => cli.stdout().includes('ready'), { what: 'the command', timeoutMs: 30_000 });
-      // The watchdog is started 25 ms after the command; give it ample time on a loaded machine.
-      const watchdog = () => childrenOf(pid).find((c) => c.startsWith('procwarden-watchdog'));
+      // The guard exists before the command does.
+      const watchdog = () => childrenOf(pid).find((c) => c.includes(' procwarden-guard '));
       if (expected) await waitFor(watchdog, { what: 'the watchdog' });
       else {
         await new Promise((r) => setTimeout(r, 1000));

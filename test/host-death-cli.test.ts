@@ -18,7 +18,7 @@ function watchdogOf(pid: number): number | undefined {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith('procwarden-watchdog'))
+      if (ppid === pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('\0procwarden-guard\0'))
         return Number(entry);
     } catch {
       // gone meanwhile

@@ -282,14 +282,14 @@ describe('reap trusts only what procwarden wrote (forged records; the victim mus
     }
   });
 
-  it('a supervisor refuses to journal into a directory reap would not trust, and says so', async () => {
+  it('a supervisor refuses to journal into a directory reap would not trust, and says so (its records go to a private fallback)', async () => {
     const stateDir = privateStateDir();
     chmodSync(stateDir, 0o777);
     const sup = new Supervisor({ stateDir });
     leaks.trackCookie(sup.id);
     const handle = sup.spawn({ argv: ['true'] });
     expect((await handle.result).reason).toBe('exit');
-    expect(sup.journalProblems.join('\n')).toMatch(/not journalled .*state directory not trusted/);
+    expect(sup.problems.join('\n')).toMatch(/records go to .* from run .* on: .*state directory not trusted/);
     expect(journalFiles(stateDir)).toEqual([]);
   });
 });

@@ -1,8 +1,6 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Supervisor } from '../src/supervisor/supervisor.js';
-import { Watchdog } from '../src/watchdog/launch.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { cgroupSkipReason } from './helpers/cgroups.js';
 import { type Host, journalFiles, startHost } from './helpers/host.js';
 import { alive, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
@@ -38,7 +36,7 @@ interface Ready {
   containment: string[];
 }
 
-/** A host with its three runs up and its watchdog listening (it names itself once it listens). */
+/** A host with its three runs up (its guard exists before the first run's process does). */
 async function hostWithRuns(mode: string, how: string, env: Record<string, string> = {}) {
   const dir = leaks.trackDir(makeTmp('pw-wd-'));
   const stateDir = leaks.trackDir(makeTmp('pw-wd-state-'));
@@ -48,7 +46,7 @@ async function hostWithRuns(mode: string, how: string, env: Record<string, strin
   leaks.trackCookie(ready.supervisorId);
   leaks.track(ready.watchdogPid);
   for (const c of ready.cgroups) if (c) madeCgroups.push(c);
-  await waitFor(() => cmdline(ready.watchdogPid).startsWith('procwarden-watchdog'), { what: 'watchdog up' });
+  expect(cmdline(ready.watchdogPid)).toContain('\0procwarden-guard\0');
   return { dir, stateDir, host, ready, members: [...readAllPids(dir).values()] };
 }
 
@@ -113,46 +111,6 @@ const modes: [string, string | null][] = [
   ['cgroup', cgroupSkipReason()],
   ['pty', ptySkipReason()],
 ];
-
-describe('the watchdog starts only while something needs it', () => {
-  it('asked by runs that settled before its turn, none starts; asked by a live one, it starts', async () => {
-    const stateDir = leaks.trackDir(makeTmp('pw-wd-state-'));
-    const host = startHost('watchdog-soon.mjs', [stateDir]);
-    leaks.track(host.child.pid);
-    // The `timeout 10 true` case: a watchdog started then would boot Node after its host exited.
-    expect(await host.line('skipped')).toBe('none');
-    const pid = Number(await host.line('started'));
-    expect(Number.isInteger(pid)).toBe(true);
-    leaks.track(pid);
-    await waitFor(() => cmdline(pid).startsWith('procwarden-watchdog'), { what: 'watchdog up' });
-    host.child.stdin?.end('go\n');
-    expect((await host.exited).code).toBe(0);
-    await waitFor(() => !alive(pid), { timeoutMs: BOUND, what: 'watchdog gone' });
-  });
-});
-
-describe('the start delay counts from the spawn', () => {
-  it('is asked for once the command runs: the first spawn, module loads and fork included, does not use it up', async () => {
-    const stateDir = leaks.trackDir(makeTmp('pw-wd-state-'));
-    const sup = new Supervisor({ stateDir, watchdog: true });
-    const asked: (number | null | undefined)[] = [];
-    const startSoon = vi.spyOn(Watchdog.prototype, 'startSoon').mockImplementation(() => {
-      asked.push(sup.list()[0]?.pid);
-    });
-    try {
-      const run = sup.spawn({ argv: ['sleep', '5'], containment: 'process-group' });
-      leaks.track(run.pid);
-      // Asked before the spawn, a first run that takes 25 ms to spawn (Node 20 loads child_process
-      // and forks) found the delay over at its first turn and paid a watchdog's spawn for a `true`.
-      expect(asked).toEqual([run.pid]);
-      expect(typeof run.pid).toBe('number');
-      await sup.shutdown({ graceMs: 0 });
-    } finally {
-      startSoon.mockRestore();
-      await sup.shutdown({ graceMs: 0 });
-    }
-  });
-});
 
 describe('the watchdog ends the trees of a host that died', () => {
   for (const [mode, skip] of modes) {

@@ -70,6 +70,9 @@ async function main(): Promise<number> {
   try {
     if (!command) return topLevel(args);
     closeHungUpTerminalsAtExit();
+    // A warning (records that went nowhere, say) in one line of ours, not Node's two.
+    process.removeAllListeners('warning');
+    process.on('warning', (warning) => writeNow(2, `${prog}: warning: ${warning.message}\n`));
     // Before the command's code loads, so that its compiled code is kept between runs (a chunk of
     // its own: `--version` needs none of it).
     (await import('./code-cache.js')).cacheOwnCode();

@@ -38,7 +38,9 @@ function checked<T>(make: () => T): T {
   try {
     return make();
   } catch (error) {
-    if (isProcwardenError(error)) throw new UsageError(error.message, EXIT_FAILED);
+    // Not a usage mistake: --help has nothing to say about a guard that could not be had.
+    if (isProcwardenError(error))
+      throw new UsageError(error.message, EXIT_FAILED, error.code !== 'GUARD_UNAVAILABLE');
     throw error;
   }
 }

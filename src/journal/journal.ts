@@ -81,9 +81,13 @@ export class Journal {
    * Every record file in the directory (a run's files share its runId). Untrusted, unreadable,
    * corrupt or foreign files are reported and skipped, never fatal; so is the whole directory when
    * it is not trusted. A temporary file left by a writer that died mid-write is returned too when
-   * it parses: it names the same run as the others.
+   * it parses: it names the same run as the others. `only`: the names to read (others are not
+   * looked at, nor reported).
    */
-  read(now = Date.now()): { entries: JournalEntry[]; problems: JournalProblem[] } {
+  read(
+    now = Date.now(),
+    only?: (file: string) => boolean,
+  ): { entries: JournalEntry[]; problems: JournalProblem[] } {
     const entries: JournalEntry[] = [];
     const problems: JournalProblem[] = [];
     let names: string[];
@@ -109,6 +113,7 @@ export class Journal {
       return { entries, problems };
     }
     for (const file of names.sort()) {
+      if (only && !only(file)) continue;
       // A reaper's claim on a run (see ./claim.ts): read by the next reaper, never a record.
       if (CLAIM_FILE.test(file)) continue;
       const tmp = file.endsWith(`.json${TMP}`);

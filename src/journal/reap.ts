@@ -16,7 +16,7 @@ import { Journal, type JournalEntry, type JournalProblem } from './journal.js';
 import { SupervisorJudge } from './judge.js';
 import { OrphanTarget } from './orphan-target.js';
 import { writeReaperStop } from './reaper-stop.js';
-import { type RunRecord, recordFileNames } from './record.js';
+import { type RunRecord, recordFileNames, type StoppingRecord } from './record.js';
 import { checkStateDir, defaultStateDir } from './state-dir.js';
 
 export interface ReapOptions {
@@ -25,11 +25,12 @@ export interface ReapOptions {
   /** Default: PROCWARDEN_STATE_DIR, else $XDG_STATE_HOME/procwarden, else ~/.local/state/procwarden. */
   stateDir?: string;
   /**
-   * Only the records of this supervisor, which the caller knows is dead (its watchdog's pipe
-   * closed): they are reaped without asking the process table whether it lives, since a dying host
-   * can still look alive for a moment after its files closed. Other supervisors' records are untouched.
+   * Only the records of this host process's supervisors, which the caller knows is dead (its
+   * guard's pipe closed): they are reaped without asking the process table whether it lives, since
+   * a dying host can still look alive for a moment after its files closed. Only their files are
+   * read (by name), so other supervisors' records cost nothing; those are untouched.
    */
-  deadSupervisor?: { id: string; pid: number };
+  deadHost?: { pid: number; start: string | null };
   /** Grace for every orphaned tree; default: the grace each run was started with. */
   graceMs?: number;
   /** Seams for tests and other platforms. */
@@ -108,10 +109,16 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
   const table = options.table ?? new CoalescingTable(platformTable());
   const clock = options.clock ?? realClock;
   const journal = new Journal(stateDir);
-  const read = journal.read();
-  const dead = options.deadSupervisor;
+  const dead = options.deadHost;
+  const read = journal.read(Date.now(), dead ? hostRecordName(dead.pid) : undefined);
   const entries = dead
-    ? read.entries.filter((e) => e.record.supervisorId === dead.id && e.record.supervisorPid === dead.pid)
+    ? read.entries.filter(
+        (e) =>
+          e.record.supervisorPid === dead.pid &&
+          (dead.start === null ||
+            e.record.supervisorStart === null ||
+            e.record.supervisorStart === dead.start),
+      )
     : read.entries;
   const problems = dead ? [] : read.problems;
   const judge = new SupervisorJudge(table);
@@ -284,9 +291,7 @@ async function endClaimed(
     table: ctx.table,
     // As the host would have: a passed-on signal (SIGINT) goes to those that ignore it as the run's own.
     ...(instead ? { insteadIfIgnored: instead } : {}),
-    ...(signalled.size > 0
-      ? { signalledBefore: (m: ProcessInfo) => signalled.has(`${m.pid}@${m.startTime}`) }
-      : {}),
+    ...(stop ? { signalledBefore: (m: ProcessInfo) => signalledBefore(stop, signalled, m) } : {}),
   });
   const result: ReapedRun = {
     ...out,
@@ -318,6 +323,18 @@ async function endClaimed(
     }
   }
   return result;
+}
+
+/**
+ * What the host had signalled, or would not have: a member forked after its first signal (a trap's
+ * cleanup at work) gets no graceful signal from the host's polls while its parent lives, and none
+ * from a reaper taking over either; the grace's end reaches it as it would have.
+ */
+function signalledBefore(stop: StoppingRecord, signalled: ReadonlySet<string>, m: ProcessInfo): boolean {
+  if (signalled.has(`${m.pid}@${m.startTime}`)) return true;
+  return (
+    stop.bornFrom !== undefined && /^\d+$/.test(m.startTime) && BigInt(m.startTime) >= BigInt(stop.bornFrom)
+  );
 }
 
 /** Temporary files a failed write left behind (old and unparseable): nothing else will remove them. */
@@ -371,6 +388,12 @@ function checkReapOptions(options: ReapOptions): void {
     throw new ProcwardenError('INVALID_OPTION', 'dryRun must be true or false.');
   }
   if (options.graceMs !== undefined) checkDuration(options.graceMs, 'graceMs');
+}
+
+/** The files of a host's runs: `pw`, its pid in base 36, six hex digits (its supervisor), `-`. */
+function hostRecordName(pid: number): (file: string) => boolean {
+  const name = new RegExp(`^pw${pid.toString(36)}[0-9a-f]{6}-`);
+  return (file) => name.test(file);
 }
 
 /** The supervisor's start time in the name of the cgroup the record names (`procwarden-<pid>-<start>[/run]`). */

@@ -50,6 +50,12 @@ export interface StoppingRecord {
    * any, get it again): a watchdog taking over does not signal them a second time.
    */
   signalled: string[];
+  /**
+   * The process table's clock (Linux: clock ticks since boot, as start times are) just before the
+   * first signal. A member not in `signalled` that started at or after it was forked while the tree
+   * ended: the host would not have signalled it, and a guard taking over does not either.
+   */
+  bornFrom?: string;
 }
 
 export const MAX_SIGNALLED = 1000;
@@ -126,6 +132,7 @@ function isStopping(v: unknown): v is StoppingRecord {
     s.graceMs >= 0 &&
     Array.isArray(s.signalled) &&
     s.signalled.length <= MAX_SIGNALLED &&
-    s.signalled.every((k) => typeof k === 'string' && /^\d{1,10}@[^\s@]{1,64}$/.test(k))
+    s.signalled.every((k) => typeof k === 'string' && /^\d{1,10}@[^\s@]{1,64}$/.test(k)) &&
+    (s.bornFrom === undefined || (typeof s.bornFrom === 'string' && /^\d{1,20}$/.test(s.bornFrom)))
   );
 }

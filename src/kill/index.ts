@@ -1,5 +1,6 @@
 export { Deliverer, type Delivery, defaultSend, type SendSignal } from './deliver.js';
 export { Guard } from './guard.js';
+export { HostGuards, isGuardOf } from './host-guards.js';
 export { Taskkill, type TaskkillOutcome, type TaskkillRequest, type TaskkillResult } from './taskkill.js';
 export {
   type KillTarget,

@@ -19,6 +19,12 @@ export interface KillTarget {
   signal(signal: NodeJS.Signals, members: ProcessInfo[], only?: boolean): Promise<ProcessInfo[]>;
   /** Notes gathered while signalling (refusals, EPERM). */
   readonly notes?: readonly string[];
+  /**
+   * Members that get the SIGKILL bound (killTimeoutMs) more, once the grace is over, to exit by
+   * themselves, while the rest get SIGKILL at once: a process that ends processes of its own, in
+   * its own time, and has a helper to finish that if it is killed (a supervisor host with its guard).
+   */
+  patient?(member: ProcessInfo): boolean;
 }
 
 export interface MemberScan {
@@ -209,7 +215,10 @@ export async function terminate(target: KillTarget, plan: TerminatePlan): Promis
     if (members.length > 0 || members.unconfirmed) {
       killedAt = clock.now();
       // kill(): the first signal was the SIGKILL; a second round before looking again only costs time.
-      const kill = await killUntilGone(target, plan, members, send, plan.signal === 'SIGKILL');
+      const kill =
+        plan.signal === 'SIGKILL'
+          ? await killUntilGone(target, plan, members, send, true)
+          : await killPatientLast(target, plan, members, send);
       members = kill.left;
       // None found at the end, and none ruled out: one is counted, never a false "none escaped".
       lost = kill.lost + (kill.unconfirmed ? 1 : 0);
@@ -408,6 +417,51 @@ async function killUntilGone(
     }
   }
   return { left: members, reforking, lost };
+}
+
+type KillOutcome = Awaited<ReturnType<typeof killUntilGone>>;
+
+/**
+ * killUntilGone, except for the patient members (see KillTarget.patient): the others get SIGKILL
+ * at once, the patient ones the SIGKILL bound to exit by themselves, then SIGKILL with the rest of
+ * whatever is left.
+ */
+async function killPatientLast(
+  target: KillTarget,
+  plan: TerminatePlan,
+  members: Members,
+  send: (signal: NodeJS.Signals, m: ProcessInfo[]) => Promise<ProcessInfo[]>,
+): Promise<KillOutcome> {
+  const isPatient = target.patient?.bind(target);
+  const patient = isPatient ? members.filter(isPatient) : [];
+  if (!isPatient || patient.length === 0) return killUntilGone(target, plan, members, send, false);
+  const until = plan.clock.now() + (plan.killTimeoutMs ?? 3000);
+  const impatient: KillTarget = {
+    members: async (scan) => {
+      const all = await target.members(scan);
+      return Object.assign(
+        all.filter((m) => !isPatient(m)),
+        all.unconfirmed ? { unconfirmed: all.unconfirmed } : {},
+      );
+    },
+    signal: (signal, m, only) => target.signal(signal, m, only),
+  };
+  const first = await killUntilGone(
+    impatient,
+    plan,
+    members.filter((m) => !isPatient(m)),
+    send,
+    false,
+  );
+  await untilGone(plan, patient, until, plan.clock.now());
+  // Whatever is left now, the patient ones included: SIGKILL, with a bound of its own.
+  const last = await killUntilGone(target, plan, await target.members(), send, false);
+  return {
+    left: last.left,
+    reforking: first.reforking || last.reforking,
+    lost: first.lost + last.lost,
+    unconfirmed: last.unconfirmed,
+  };
 }
 
 /** Polls `members` by pid until all are gone or `until` passes. */

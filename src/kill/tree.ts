@@ -17,6 +17,7 @@ import {
 import type { TerminateReport } from '../types.js';
 import { Deliverer, type SendSignal } from './deliver.js';
 import { Guard } from './guard.js';
+import { HostGuards } from './host-guards.js';
 import { type KillTarget, terminate } from './terminate.js';
 import { WindowsTreeTarget } from './windows-target.js';
 
@@ -170,6 +171,9 @@ async function terminateUnix(
   // Groups and sessions a member leads that held a process outside the tree at the first scan (a
   // job-control pipeline `a | b` is one group): what appears in them later may be that process's.
   let shared: Set<number> | undefined;
+  const hostGuards = new HostGuards(table, deliverer.notes);
+  /** Every member a scan has handed out: see HostGuards.sift. */
+  const offered = new Set<string>();
 
   const target: KillTarget = {
     notes: deliverer.notes,
@@ -185,6 +189,8 @@ async function terminateUnix(
         roots.push(late.pid);
       }
       for (const d of descendantsOf(list, roots)) known.set(key(d), d);
+      // Before anything is signalled, and not looked in for late forks: they are not the tree's.
+      hostGuards.sift(list, known, offered);
       shared ??= sharedLeaders(list, known);
       const out: ProcessInfo[] = [];
       for (const k of known.values()) {
@@ -192,10 +198,12 @@ async function terminateUnix(
         if (!now || now.startTime !== k.startTime || isGone(now) || guard.forbidsPid(now.pid)) continue;
         if (!includeRoot && now.pid === root.pid) continue;
         out.push(now);
+        offered.add(key(now));
       }
       return out;
     },
     signal: (sig, members) => deliverer.toMembers(members, sig),
+    patient: (member) => hostGuards.hasGuard(member),
   };
   const report = await terminate(target, { signal, graceMs, clock, table });
   if (report.signalled > 0) report.notes.push(UNVERIFIED_LATE_FORKS);

@@ -1,5 +1,7 @@
+import { tmpdir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
 import { ROOT_READ_DELAY_MS } from '../containment/index.js';
-import type { Journal, RunRecord, StoppingRecord } from '../journal/index.js';
+import { Journal, type RunRecord, type StoppingRecord } from '../journal/index.js';
 import { selfIdentity } from '../journal/self.js';
 import type { ProcessTable } from '../tree/index.js';
 import type { RunResult } from '../types.js';
@@ -7,6 +9,8 @@ import type { ManagedRun } from './managed-run.js';
 
 interface Tracked {
   record: RunRecord;
+  /** Where its files are: the journal it was first written to, even after a move. */
+  journal: Journal;
   done: boolean;
   /** A write of its record failed: what is on disk (if anything) may not let a watchdog find it. */
   failed: boolean;
@@ -17,12 +21,31 @@ interface Tracked {
 const MAX_PROBLEMS = 50;
 
 /**
+ * Where records go when the state directory takes none (full, read-only, not ours, a HOME that does
+ * not exist): private places of this user, tried in order. A record must be somewhere the host's
+ * guard reads before its run's process exists; where is secondary.
+ */
+export function fallbackDirs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const uid = process.getuid?.() ?? 'user';
+  const runtime = env.XDG_RUNTIME_DIR;
+  return [
+    ...(runtime && isAbsolute(runtime) ? [join(runtime, 'procwarden')] : []),
+    join(tmpdir(), `procwarden-${uid}`),
+  ];
+}
+
+/**
  * Keeps a supervisor's runs on disk: a record before the spawn (the cookie is known, the pid not
  * yet), the same record with pid, start time and group right after, removal once the tree is
- * extinct. A write that fails costs that run its crash recovery, never its start.
+ * extinct. A state directory that takes no record is left for the next of fallbackDirs, and the
+ * guard told; only when none takes it does the run go unrecorded, said in `problems` and by
+ * `onUnrecorded` (a warning), never by refusing the run.
  */
 export class RunJournal {
   readonly problems: string[] = [];
+  /** The journals still to try, after the current one. */
+  private readonly fallbacks: string[];
+  private journal: Journal;
   /**
    * Read synchronously where /proc has it: a host SIGKILLed in the tick it made its Supervisor
    * leaves a launch record without a start time otherwise, and then a process that reuses its
@@ -32,12 +55,19 @@ export class RunJournal {
   private readonly pidNamespace = selfIdentity().pidNamespace;
   private readonly timeNamespace = selfIdentity().timeNamespace;
   private readonly tracked = new Map<string, Tracked>();
+  private warned = false;
 
   constructor(
-    private readonly journal: Journal,
+    journal: Journal,
     private readonly table: ProcessTable,
     private readonly supervisorId: string,
+    /** A directory records go to from now on (the guard must read it too). */
+    private readonly onMoved: (dir: string) => void = () => {},
+    /** No directory took a run's record: said once, where a user sees it. */
+    private readonly onUnrecorded: (problem: string) => void = () => {},
   ) {
+    this.journal = journal;
+    this.fallbacks = fallbackDirs().filter((dir) => dir !== journal.dir);
     // Elsewhere (no /proc) the table reads it, later.
     if (this.selfStart === null)
       table.get(process.pid).then(
@@ -72,7 +102,38 @@ export class RunJournal {
       graceMs: run.spec.graceMs,
       command: run.spec.argv.join(' ').slice(0, 200),
     };
-    if (this.write(record)) this.tracked.set(run.id, { record, done: false, failed: false, stopping: false });
+    const journal = this.writeFirst(record);
+    if (journal) this.tracked.set(run.id, { record, journal, done: false, failed: false, stopping: false });
+  }
+
+  /**
+   * A run's first record, in the first directory that takes it. Before the spawn, so a move costs
+   * nothing the guard could miss: it is told the new directory before the run's process exists.
+   */
+  private writeFirst(record: RunRecord): Journal | null {
+    const failures: string[] = [];
+    for (;;) {
+      const journal = this.journal;
+      try {
+        journal.write(record);
+        if (failures.length > 0)
+          this.note(`records go to ${journal.dir} from run ${record.runId} on: ${failures.join('; ')}`);
+        return journal;
+      } catch (error) {
+        failures.push(`${journal.dir}: ${describeWriteError(error)}`);
+      }
+      const next = this.fallbacks.shift();
+      if (next === undefined) break;
+      this.journal = new Journal(next);
+      this.onMoved(next);
+    }
+    const problem = `run ${record.runId}: not journalled anywhere (${failures.join('; ')}): a crash of this process would leave it running; give a state directory this user can write (stateDir, PROCWARDEN_STATE_DIR)`;
+    this.note(problem);
+    if (!this.warned) {
+      this.warned = true;
+      this.onUnrecorded(problem);
+    }
+    return null;
   }
 
   /**
@@ -97,7 +158,7 @@ export class RunJournal {
           pgid: run.pgid,
           cgroupPath: run.cgroupPath ?? null,
         };
-        if (!this.write(t.record)) t.failed = true;
+        if (!this.write(t.record, t.journal)) t.failed = true;
       },
       () => {},
     );
@@ -112,7 +173,7 @@ export class RunJournal {
     const t = this.tracked.get(run.id);
     if (!t || t.done || t.stopping) return;
     t.stopping = true;
-    this.write({ ...t.record, stopping });
+    this.write({ ...t.record, stopping }, t.journal);
   }
 
   /** Whether a watchdog can end this run from its record: it was written, and every rewrite too. */
@@ -123,38 +184,38 @@ export class RunJournal {
 
   /**
    * The run settled: its record goes, unless members escaped even SIGKILL or the table failed its
-   * end, so that what is left is not known (a later reap looks again).
+   * end, so that what is left is not known (a later reap looks again). True when it was kept.
    */
-  end(run: ManagedRun, result: RunResult): void {
+  end(run: ManagedRun, result: RunResult): boolean {
     const t = this.tracked.get(run.id);
-    if (!t) return;
+    if (!t) return false;
     t.done = true;
     this.tracked.delete(run.id);
     if (result.tree.escaped > 0) {
       this.note(`run ${run.id}: ${result.tree.escaped} member(s) escaped; its record is kept for reap`);
-      return;
+      return true;
     }
     if (run.treeUnverified) {
       this.note(`run ${run.id}: whether it left processes is not known; its record is kept for reap`);
-      return;
+      return true;
     }
     try {
       // An unlink of a file never written is a syscall per run for nothing (a stop record is
       // rare; a ps run let go of its root writes no pid record).
-      this.journal.remove(run.id, { pid: t.record.pid !== null, stop: t.stopping });
+      t.journal.remove(run.id, { pid: t.record.pid !== null, stop: t.stopping });
     } catch (error) {
       this.note(`run ${run.id}: record not removed: ${(error as NodeJS.ErrnoException).code ?? error}`);
+      return true;
     }
+    return false;
   }
 
-  private write(record: RunRecord): boolean {
+  private write(record: RunRecord, journal: Journal): boolean {
     try {
-      this.journal.write(record);
+      journal.write(record);
       return true;
     } catch (error) {
-      this.note(
-        `run ${record.runId}: not journalled (${(error as NodeJS.ErrnoException).code ?? error}) in ${this.journal.dir}`,
-      );
+      this.note(`run ${record.runId}: not journalled (${describeWriteError(error)}) in ${journal.dir}`);
       return false;
     }
   }
@@ -162,4 +223,9 @@ export class RunJournal {
   private note(text: string): void {
     if (this.problems.length < MAX_PROBLEMS) this.problems.push(text);
   }
+}
+
+function describeWriteError(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code ?? (error instanceof Error ? error.message : String(error));
 }

@@ -16,7 +16,7 @@ import {
 } from '../options/index.js';
 import { OutputCollector, type TextLog } from '../output/index.js';
 import { type Launched, type Launcher, lookUp } from '../spawn/index.js';
-import { type ProcessInfo, type ProcessTable, parseStat } from '../tree/index.js';
+import { type ProcessInfo, type ProcessTable, parseStat, ticksNow } from '../tree/index.js';
 import type {
   CancelOptions,
   CommandEnd,
@@ -40,9 +40,6 @@ const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
 
 /** How late a deadline's timer may run and still vouch for an exit it finds already happened. */
 const DEADLINE_SLACK_MS = 25;
-
-/** How long a tree must outlive its first signal before its stop record is written (see RunJournal.stopping). */
-const STOP_RECORD_DELAY_MS = 50;
 
 export interface RunDeps {
   clock: Clock;
@@ -123,7 +120,6 @@ export class ManagedRun implements RunHandle {
   private substituteIgnored = true;
   private readonly notes: string[] = [];
   private readonly t0: number;
-  private stopRecordTimer: TimerHandle | undefined;
   /** When timeoutMs runs out (clock time): it bounds a slow consumer's wait after a natural end too. */
   private overallDeadline = Number.POSITIVE_INFINITY;
   private overallTimer: TimerHandle | undefined;
@@ -433,6 +429,9 @@ export class ManagedRun implements RunHandle {
     this.status = 'stopping';
     const { clock, table, onStopping } = this.deps;
     this.hold.identityNow?.();
+    // Read before the first signal: a process born since, that the signal did not reach, was forked
+    // while the tree ended (a trap's cleanup), and a guard taking over must not signal it either.
+    const bornFrom = onStopping ? ticksNow() : null;
     this.termination = this.attached.then(() =>
       terminate(this.hold, {
         signal,
@@ -448,16 +447,15 @@ export class ManagedRun implements RunHandle {
           this.repeatQueue?.clear();
         },
         onSignalled: (reached) => {
-          if (!onStopping) return;
-          // Only a tree still alive a moment later is worth a file: most are gone within a few
-          // milliseconds of the signal, and a crash before then starts the sequence over.
-          const stopping: StoppingRecord = {
+          // At once: a host killed a moment later leaves its guard a sequence to go on with, not
+          // one to start over (a second SIGTERM cuts a trap's cleanup short).
+          onStopping?.(this, {
             signal,
             atMs: Date.now(),
             graceMs: this.spec.graceMs,
             signalled: reached.slice(0, MAX_SIGNALLED).map((m) => `${m.pid}@${m.startTime}`),
-          };
-          this.stopRecordTimer = clock.setTimeout(() => onStopping(this, stopping), STOP_RECORD_DELAY_MS);
+            ...(bornFrom !== null && { bornFrom }),
+          });
         },
       }),
     );
@@ -732,8 +730,6 @@ export class ManagedRun implements RunHandle {
     if (this.status === 'exited') return;
     this.clearTimers();
     // The tree is gone: a stop record not written yet is not needed.
-    if (this.stopRecordTimer !== undefined) this.deps.clock.clearTimeout(this.stopRecordTimer);
-    this.stopRecordTimer = undefined;
     this.stopAbortWatch?.();
     this.status = 'exited';
     // A run that never launched (aborted or replaced before it started) ends its command here.

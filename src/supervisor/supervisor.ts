@@ -3,7 +3,13 @@ import { CgroupHost } from '../containment/index.js';
 import { describeThrown, ProcwardenError, showValue } from '../errors.js';
 import { checkStateDir, defaultStateDir, Journal, type ReapReport, reap } from '../journal/index.js';
 import type { SendSignal } from '../kill/index.js';
-import { checkDuration, checkOptions, checkSwitch, normalizeSpec } from '../options/index.js';
+import {
+  checkDuration,
+  checkOptions,
+  checkSwitch,
+  type NormalSpec,
+  normalizeSpec,
+} from '../options/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
 import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type {
@@ -17,7 +23,7 @@ import type {
   ShutdownOptions,
   SupervisorOptions,
 } from '../types.js';
-import { Watchdog } from '../watchdog/launch.js';
+import { type HostGuard, hostGuard } from '../watchdog/guard.js';
 import { RunJournal } from './journaling.js';
 import { killLiveRunsNow } from './last-resort.js';
 import { ManagedRun } from './managed-run.js';
@@ -33,6 +39,8 @@ export interface SupervisorInternals {
   /** Where cgroup containment is probed and its cgroups are made (one per supervisor by default). */
   cgroups?: CgroupHost;
   launchers?: Partial<Record<RunMode, Launcher>>;
+  /** A guard of its own (tests); by default the process's one. */
+  guard?: HostGuard;
 }
 
 const DEFAULT_LOG_CHARS = 65_536;
@@ -67,16 +75,19 @@ export class Supervisor {
   private readonly logChars: number;
   private readonly journal: RunJournal | null;
   private readonly stateDir: string;
-  private readonly watchdog: Watchdog | null;
+  /** This process's guard (one for all its supervisors), or null when runs go unguarded. */
+  private readonly guard: HostGuard | null;
+  /** The runs this supervisor holds the guard busy for, until their records are gone. */
+  private readonly guarding = new Set<string>();
   /**
-   * With a watchdog alive, the host's exit is its cue: it ends the trees gracefully, not blunt. It
-   * can only end what it can read: a run whose record could not be written (a state directory
-   * that is full, not ours, or not a directory) is killed here, as is every run when the watchdog
-   * is dead or stopped (its death may not have been delivered to us yet).
+   * With the guard alive, the host's exit is its cue: it ends the trees gracefully, not blunt. It
+   * can only end what it can read: a run whose record could not be written anywhere is killed
+   * here, as is every run when the guard is dead or stopped (its death may not have been delivered
+   * to us yet).
    */
   private readonly onHostExit = () => {
     const live = this.registry.liveRuns();
-    const guarded = this.watchdog?.alive() === true;
+    const guarded = this.guard?.alive() === true;
     killLiveRunsNow(guarded ? live.filter((run) => !this.journal?.recorded(run)) : live);
   };
   private readonly recordRun = (run: ManagedRun) => this.journal?.begin(run);
@@ -104,14 +115,20 @@ export class Supervisor {
       );
     }
     this.stateDir = options.stateDir === undefined ? defaultStateDir() : checkStateDir(options.stateDir);
-    this.journal =
-      options.journal === false ? null : new RunJournal(new Journal(this.stateDir), this.table, this.id);
-    // The watchdog reaps from the journal: without one it would have nothing to go by.
+    // The guard reaps from the journal: without one it would have nothing to go by.
     const watchdog = options.watchdog ?? process.env.PROCWARDEN_WATCHDOG !== '0';
-    this.watchdog =
-      watchdog && this.journal
-        ? new Watchdog({ supervisorId: this.id, hostPid: process.pid, stateDir: this.stateDir })
-        : null;
+    this.guard = watchdog && options.journal !== false ? (options.guard ?? hostGuard()) : null;
+    const guard = this.guard;
+    this.journal =
+      options.journal === false
+        ? null
+        : new RunJournal(
+            new Journal(this.stateDir),
+            this.table,
+            this.id,
+            (dir) => guard?.addStateDir(dir),
+            (problem) => warnUnrecorded(problem),
+          );
     if (options.reconcileOnStart) {
       // Nobody may be awaiting it: it must never reject.
       this.reconciled = this.reconcileOrphans().catch(
@@ -144,13 +161,42 @@ export class Supervisor {
     const normal = normalizeSpec(spec, id, this.defaults);
     const launcher = this.launchers[normal.mode];
     launcher.preflight?.();
-    const log = new RunLog(this.logChars);
-    const earlier =
-      // A run aborted before it was asked for never starts: it replaces nothing.
-      normal.scope !== undefined && normal.replaceScope && !normal.signal?.aborted
-        ? this.registry.liveInScope(normal.scope)
-        : [];
-    const run = new ManagedRun(id, normal, {
+    this.holdGuard(id, normal.inheritFds);
+    let run: ManagedRun;
+    let earlier: ManagedRun[];
+    let log: RunLog;
+    try {
+      log = new RunLog(this.logChars);
+      earlier =
+        // A run aborted before it was asked for never starts: it replaces nothing.
+        normal.scope !== undefined && normal.replaceScope && !normal.signal?.aborted
+          ? this.registry.liveInScope(normal.scope)
+          : [];
+      run = this.makeRun(id, normal, launcher, log, earlier);
+    } catch (error) {
+      this.releaseGuard(id);
+      throw error;
+    }
+    const entry: RegistryEntry = { run, log, scope: normal.scope ?? null, result: null, endedAt: null };
+    this.registry.add(entry);
+    this.armExitHook();
+    if (earlier.length === 0) this.launch(run);
+    else {
+      // The new run stays 'starting' until the trees it replaces are extinct.
+      const launch = () => this.launch(run);
+      cancelRuns(earlier, `replaced by ${id}`).then(launch, launch);
+    }
+    return run;
+  }
+
+  private makeRun(
+    id: string,
+    normal: NormalSpec,
+    launcher: Launcher,
+    log: RunLog,
+    earlier: readonly ManagedRun[],
+  ): ManagedRun {
+    return new ManagedRun(id, normal, {
       startsLater: earlier.length > 0,
       log,
       clock: this.clock,
@@ -164,20 +210,6 @@ export class Supervisor {
       ...(this.journal ? { record: this.recordRun, unrecord: this.unrecordRun } : {}),
       ...(this.journal ? { onStopping: this.journal.stopping.bind(this.journal) } : {}),
     });
-    const entry: RegistryEntry = { run, log, scope: normal.scope ?? null, result: null, endedAt: null };
-    this.registry.add(entry);
-    this.armExitHook();
-    if (earlier.length === 0) this.launch(run);
-    else {
-      // The new run stays 'starting' until the trees it replaces are extinct.
-      const launch = () => this.launch(run);
-      cancelRuns(earlier, `replaced by ${id}`).then(launch, launch);
-    }
-    // Counted from here, after the spawn: a first spawn() pays its module loads and the fork
-    // (20-30 ms on Node 20), and counted from the call the delay ran out before the command could
-    // end, so every short first run paid a watchdog's spawn (7-12 ms before its exit was heard).
-    this.watchdog?.startSoon(() => this.registry.liveCount() > 0);
-    return run;
   }
 
   /** What the registry knows of a run (live, or among the most recent exited); undefined if none. */
@@ -303,17 +335,49 @@ export class Supervisor {
   }
 
   /**
-   * What costs runs their crash recovery: journal writes that failed, a watchdog that could not
-   * start or was lost. Empty when all went well.
+   * What costs (or cost) runs their crash recovery: records that went to a fallback directory or
+   * nowhere, a guard that was lost (and replaced) or could not start. Empty when all went well.
    */
-  get journalProblems(): readonly string[] {
-    const problem = this.watchdog?.problem;
+  get problems(): readonly string[] {
+    const problem = this.guard?.problem;
     return [...(this.journal?.problems ?? []), ...(problem ? [problem] : [])];
   }
 
-  /** The pid of this supervisor's watchdog while it runs (started 25 ms after a spawn, if a run is still live then). */
+  /** The same as `problems` (its earlier name). */
+  get journalProblems(): readonly string[] {
+    return this.problems;
+  }
+
+  /**
+   * The pid of this process's guard (shared by its supervisors) once a run has started it;
+   * undefined when runs go unguarded or none has started yet.
+   */
   get watchdogPid(): number | undefined {
-    return this.watchdog?.pid;
+    return this.guard?.pid;
+  }
+
+  /**
+   * The guard is busy before the run's record is written and its process exists. A descriptor
+   * passed on must not be the guard's pipe: a run holding it would keep the guard from ever
+   * seeing the host die. Throws before anything was started.
+   */
+  private holdGuard(id: string, inheritFds: readonly number[]): void {
+    const guard = this.guard;
+    if (!guard || !this.journal) return;
+    guard.acquire(this.journal.dir);
+    this.guarding.add(id);
+    const fd = inheritFds.find((n) => guard.ownsFd(n));
+    if (fd !== undefined) {
+      this.releaseGuard(id);
+      throw new ProcwardenError(
+        'INVALID_OPTION',
+        `inheritFds: ${fd} is procwarden's own pipe to its host guard; a run holding it would keep the guard from seeing this process die. Pass only descriptors you opened.`,
+      );
+    }
+  }
+
+  private releaseGuard(id: string): void {
+    if (this.guarding.delete(id)) this.guard?.release();
   }
 
   private launch(run: ManagedRun): void {
@@ -324,7 +388,8 @@ export class Supervisor {
 
   private settled(run: ManagedRun, result: RunResult): void {
     if (!this.registry.finalize(run.id, result)) return;
-    this.journal?.end(run, result);
+    // A record kept for a later reap keeps the guard busy: the host's death is its cue to reap it.
+    if (!this.journal?.end(run, result)) this.releaseGuard(run.id);
     if (this.registry.liveCount() === 0) this.disarmExitHook();
   }
 
@@ -339,7 +404,6 @@ export class Supervisor {
           }, graceMs);
     const results = await Promise.all(runs.map((r) => r.result));
     if (deadline !== undefined) this.clock.clearTimeout(deadline);
-    this.watchdog?.stop();
     return results;
   }
 
@@ -355,6 +419,15 @@ export class Supervisor {
     this.exitHookArmed = false;
     process.off('exit', this.onHostExit);
   }
+}
+
+let warnedUnrecorded = false;
+
+/** Once per process: a run without a record anywhere is unguarded, and a user must hear of it. */
+function warnUnrecorded(problem: string): void {
+  if (warnedUnrecorded) return;
+  warnedUnrecorded = true;
+  process.emitWarning(new ProcwardenError('NOT_JOURNALLED', problem));
 }
 
 const DEFAULT_KEYS = new Set(['graceMs', 'killSignal', 'drainMs', 'containment', 'leftovers']);
@@ -411,6 +484,7 @@ const OPTION_KEYS = [
   'send',
   'cgroups',
   'launchers',
+  'guard',
 ];
 
 /** Misspelt or mistyped options are refused, as a run spec's are: `{ watchdog: 'no' }` is not false. */

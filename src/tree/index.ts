@@ -12,7 +12,7 @@ import { WindowsTable } from './windows.js';
 
 export { BLIND_START, BlindTable, exists, isBlindTable, refuseBlind } from './blind.js';
 export { type BatchSweepTable, CoalescingTable } from './coalescing.js';
-export { liveThreadOf, ProcfsTable, parseStat, processOfStat } from './procfs.js';
+export { liveThreadOf, ProcfsTable, parseStat, processOfStat, ticksNow } from './procfs.js';
 export { procfsProblem } from './procfs-check.js';
 export { PsTable, parsePs } from './ps.js';
 export { ancestorsOf, descendantsOf, indexOf, parentsFirst, type SnapshotIndex } from './relations.js';

@@ -1,4 +1,5 @@
 import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { holdsOpen, readArgv, readFdLink } from './procfs-open.js';
 import type { EnvQuery, ProcessInfo, ProcessTable, Sweep } from './types.js';
 
 /**
@@ -59,6 +60,18 @@ export class ProcfsTable implements ProcessTable {
     const text = this.readSmall(`${this.root}/${id}/status`);
     const tgid = text === null ? undefined : /\nTgid:\s*(\d+)/.exec(text)?.[1];
     return tgid === undefined ? null : Number(tgid);
+  }
+
+  argv(pid: number): string[] | null {
+    return readArgv(this.root, pid);
+  }
+
+  fdLink(pid: number, fd: number): string | null {
+    return readFdLink(this.root, pid, fd);
+  }
+
+  holdsOpen(pid: number, link: string): boolean {
+    return holdsOpen(this.root, pid, link);
   }
 
   /**
@@ -443,6 +456,20 @@ function envValue(env: Buffer, name: string): string | null {
     return env.toString('utf8', at + prefix.length, end < 0 ? env.length : end);
   }
   return null;
+}
+
+/**
+ * Now, in the unit of /proc/PID/stat's start time (clock ticks since boot, USER_HZ = 100): from
+ * /proc/uptime, in the same time namespace. Null where there is no /proc to read.
+ */
+export function ticksNow(): string | null {
+  if (process.platform !== 'linux' && process.platform !== 'android') return null;
+  try {
+    const m = /^(\d+)\.(\d\d)\s/.exec(readFileSync('/proc/uptime', 'latin1'));
+    return m ? String(Number(m[1]) * 100 + Number(m[2])) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Parses /proc/PID/stat. The command sits in parentheses and may itself contain spaces and ')'. */

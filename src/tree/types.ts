@@ -136,6 +136,15 @@ export interface ProcessTable {
    * (/proc/ID/status Tgid).
    */
   processOf?(id: number): number | null;
+  /** `pid`'s argv now; null when gone, unreadable or mid-exec. Optional: procfs (/proc/PID/cmdline). */
+  argv?(pid: number): string[] | null;
+  /**
+   * What descriptor `fd` of `pid` points to (`pipe:[123]`, a path...); null when gone or
+   * unreadable. Optional: procfs (readlink /proc/PID/fd/FD).
+   */
+  fdLink?(pid: number, fd: number): string | null;
+  /** Whether `pid` holds `link` (as fdLink shows one) open on any descriptor. Optional: procfs. */
+  holdsOpen?(pid: number, link: string): boolean;
 }
 
 /**
