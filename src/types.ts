@@ -249,9 +249,11 @@ export interface SupervisorOptions {
   /** Where records live. Default: PROCWARDEN_STATE_DIR, $XDG_STATE_HOME/procwarden, ~/.local/state/procwarden. */
   stateDir?: string;
   /**
-   * Start a watchdog process with the first run: if this process dies without shutdown() (SIGKILL,
+   * Guard the runs with this process's host guard (one small process for all its supervisors,
+   * started before the first run's process): if this process dies without ending them (SIGKILL,
    * OOM kill, uncaught exception, process.exit), it ends every tree still held, gracefully, from the
-   * journal. Needs the journal. Default true, unless PROCWARDEN_WATCHDOG=0 is in the environment.
+   * journal. Needs the journal. Default true, unless PROCWARDEN_WATCHDOG=0 is in the environment;
+   * with it, a spawn() that cannot have a guard throws GUARD_UNAVAILABLE.
    */
   watchdog?: boolean;
   /** Reap the orphans of dead supervisors in the background when this one is created. Default false. */

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isProcwardenError, reap, Supervisor } from '../src/index.js';
 import { HostGuard } from '../src/watchdog/guard.js';
 import { cgroupSkipReason, hostCgroups } from './helpers/cgroups.js';
+import { startCli } from './helpers/cli.js';
 import { journalFiles, startHost } from './helpers/host.js';
 import { alive, cookieHolders, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
 import { ptySkipReason } from './helpers/pty.js';
@@ -214,6 +215,19 @@ describe('no usable state directory', () => {
     expect(readdirSync(join(runtime, 'procwarden')).some((f) => f.startsWith(r.supervisorId))).toBe(true);
     host.child.kill('SIGKILL');
     await expectNothingLeft(r, dir, join(runtime, 'procwarden'));
+  });
+
+  it('procwarden reap names a fallback directory that holds records', async () => {
+    const runtime = leaks.trackDir(makeTmp('pw-guard-runtime-'));
+    mkdirSync(join(runtime, 'procwarden'), { mode: 0o700 });
+    writeFileSync(join(runtime, 'procwarden', 'pwx000000-1.json'), '{}', { mode: 0o600 });
+    const stateDir = leaks.trackDir(makeTmp('pw-guard-state-'));
+    const r = await startCli(['reap', '--dry-run'], {
+      env: { XDG_RUNTIME_DIR: runtime, PROCWARDEN_STATE_DIR: stateDir },
+    }).done;
+    expect(r.stderr).toBe(
+      `procwarden reap: records also in ${runtime}/procwarden: procwarden reap --state-dir ${runtime}/procwarden\n`,
+    );
   });
 
   it('none at all: the run starts, problems and a NOT_JOURNALLED warning say it is unguarded', async () => {

@@ -20,8 +20,9 @@ if (mode === 'first') {
   t = performance.now();
   const raw = spawn('/bin/sh', ['-c', 'exit 0'], { stdio: 'ignore' });
   const rawMs = ms(t);
+  const rawExit = new Promise((r) => raw.once('exit', r));
   await run.result;
-  await new Promise((r) => raw.once('exit', r));
+  await rawExit;
   console.log(`first ${first} ${rawMs}`);
 } else if (mode === 'rss') {
   const sups = Array.from({ length: Number(n) }, () => new Supervisor({ stateDir }));

@@ -176,8 +176,8 @@ Options:
 export const REAP_HELP = `Usage: procwarden reap [OPTIONS]
 
 Every run a Supervisor starts is recorded in its journal until the run's tree is gone. When the
-supervisor dies (crash, SIGKILL, deploy), its watchdog process ends its runs by itself
-(PROCWARDEN_WATCHDOG=0 turns the watchdog off). For what that could not reach, reap finds the
+supervisor dies (crash, SIGKILL, deploy), its guard process ends its runs by itself
+(PROCWARDEN_WATCHDOG=0 turns the guard off). For what that could not reach, reap finds the
 records of dead supervisors and ends what is left of each run (members checked by identity, escaped members found
 by their cookie, cgroup.kill for cgroup runs), then removes the records and empty cgroups.
 Runs of supervisors that are alive are never touched, nor records written in another pid

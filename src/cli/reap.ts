@@ -1,6 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { isProcwardenError } from '../errors.js';
-import { checkStateDir, type ReapedRun, type ReapReport, reap } from '../journal/index.js';
+import { checkStateDir, fallbackDirs, type ReapedRun, type ReapReport, reap } from '../journal/index.js';
 import { parseDuration } from '../options/index.js';
 import { parseOptions, UsageError } from './args.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
@@ -74,7 +74,22 @@ export async function reapCommand(args: string[]): Promise<number> {
     ...(graceMs !== undefined ? { graceMs } : {}),
   });
   writeNow(1, values.json ? `${JSON.stringify(report, null, 2)}\n` : describeReap(report));
+  // Records a supervisor wrote elsewhere because its state directory took none: named, not read.
+  if (stateDir === undefined)
+    for (const dir of fallbackDirs().filter((d) => d !== report.stateDir && holdsRecords(d)))
+      writeNow(
+        2,
+        `procwarden reap: records also in ${printable(dir)}: procwarden reap --state-dir ${printable(dir)}\n`,
+      );
   return failed(report) ? EXIT_FAILURE : 0;
+}
+
+function holdsRecords(dir: string): boolean {
+  try {
+    return readdirSync(dir).some((name) => name.endsWith('.json'));
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -112,8 +112,7 @@ export class Journal {
         });
       return { entries, problems };
     }
-    for (const file of names.sort()) {
-      if (only && !only(file)) continue;
+    for (const file of (only ? names.filter(only) : names).sort()) {
       // A reaper's claim on a run (see ./claim.ts): read by the next reaper, never a record.
       if (CLAIM_FILE.test(file)) continue;
       const tmp = file.endsWith(`.json${TMP}`);

@@ -1,4 +1,4 @@
-import { homedir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { ProcwardenError, showValue } from '../errors.js';
 
@@ -27,4 +27,18 @@ export function checkStateDir(value: unknown, what = 'stateDir'): string {
     );
   }
   return resolve(value);
+}
+
+/**
+ * Where records go when the state directory takes none (full, read-only, not ours, a HOME that does
+ * not exist): private places of this user, tried in order. A record must be somewhere the host's
+ * guard reads before its run's process exists; where is secondary.
+ */
+export function fallbackDirs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const uid = process.getuid?.() ?? 'user';
+  const runtime = env.XDG_RUNTIME_DIR;
+  return [
+    ...(runtime && isAbsolute(runtime) ? [join(runtime, 'procwarden')] : []),
+    join(tmpdir(), `procwarden-${uid}`),
+  ];
 }

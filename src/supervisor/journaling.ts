@@ -1,7 +1,5 @@
-import { tmpdir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
 import { ROOT_READ_DELAY_MS } from '../containment/index.js';
-import { Journal, type RunRecord, type StoppingRecord } from '../journal/index.js';
+import { fallbackDirs, Journal, type RunRecord, type StoppingRecord } from '../journal/index.js';
 import { selfIdentity } from '../journal/self.js';
 import type { ProcessTable } from '../tree/index.js';
 import type { RunResult } from '../types.js';
@@ -19,20 +17,6 @@ interface Tracked {
 }
 
 const MAX_PROBLEMS = 50;
-
-/**
- * Where records go when the state directory takes none (full, read-only, not ours, a HOME that does
- * not exist): private places of this user, tried in order. A record must be somewhere the host's
- * guard reads before its run's process exists; where is secondary.
- */
-export function fallbackDirs(env: NodeJS.ProcessEnv = process.env): string[] {
-  const uid = process.getuid?.() ?? 'user';
-  const runtime = env.XDG_RUNTIME_DIR;
-  return [
-    ...(runtime && isAbsolute(runtime) ? [join(runtime, 'procwarden')] : []),
-    join(tmpdir(), `procwarden-${uid}`),
-  ];
-}
 
 /**
  * Keeps a supervisor's runs on disk: a record before the spawn (the cookie is known, the pid not
