@@ -38,12 +38,15 @@ const runWorker = (args, env = {}) => {
 };
 
 // 1. The first spawn(), alternated with and without the guard.
-const first = { on: [], off: [], raw: [] };
+const first = { on: [], off: [], raw: [], warmOn: [], warmOff: [] };
 for (let i = 0; i < 20; i++) {
   for (const on of i % 2 ? [true, false] : [false, true]) {
-    const [, spawnMs, rawMs] = runWorker(['first', stateDir], on ? {} : { PROCWARDEN_WATCHDOG: '0' });
+    const env = on ? {} : { PROCWARDEN_WATCHDOG: '0' };
+    const [, spawnMs, rawMs] = runWorker(['first', stateDir], env);
     first[on ? 'on' : 'off'].push(Number(spawnMs));
     first.raw.push(Number(rawMs));
+    const [, warmMs] = runWorker(['warm', stateDir], env);
+    first[on ? 'warmOn' : 'warmOff'].push(Number(warmMs));
   }
 }
 

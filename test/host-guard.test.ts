@@ -202,6 +202,51 @@ describe('signal-proof', () => {
   });
 });
 
+describe('the reaper, started after the host died', () => {
+  it("a SIGTERM sprayed at the guard's process group while its reaper starts (before it can ignore it) does not stop the reaping", async () => {
+    const { dir, stateDir, host } = start('hold', ['process-group']);
+    const r = await ready(host);
+    host.child.kill('SIGKILL');
+    // The guard leads its own group: only it and its reaper are in there.
+    const until = Date.now() + 300;
+    while (Date.now() < until) {
+      try {
+        process.kill(-r.guardPid, 'SIGTERM');
+      } catch {
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    await expectNothingLeft(r, dir, stateDir);
+  });
+});
+
+describe('a guard killed again and again', () => {
+  it('is not replaced in a loop: past 5 losses in 2 s the host stops forking, says so, and replaces it once that stops', async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-guard-state-'));
+    const guard = new HostGuard();
+    const sup = new Supervisor({ stateDir, guard } as never);
+    const run = sup.spawn({ argv: ['sleep', '30'], containment: 'process-group' });
+    leaks.track(run.pid);
+    const started = guard.started;
+    for (let i = 0; i < 10; i++) {
+      const pid = sup.watchdogPid;
+      if (pid !== undefined) process.kill(pid, 'SIGKILL');
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    expect(guard.started - started).toBeLessThanOrEqual(5);
+    expect(sup.problems.join('\n')).toMatch(/something keeps ending it/);
+    // Once the losses are older than the window, the check replaces it.
+    await waitFor(() => sup.watchdogPid !== undefined && alive(sup.watchdogPid), {
+      timeoutMs: 10_000,
+      what: 'a guard again',
+    });
+    await sup.shutdown({ graceMs: 0 });
+    // A guard of its own: this test ends it (the process's shared one lives as long as the process).
+    process.kill(sup.watchdogPid as number, 'SIGKILL');
+  });
+});
+
 describe('no usable state directory', () => {
   it('records fall back to $XDG_RUNTIME_DIR/procwarden, the guard reads them there, problems say so', async () => {
     const runtime = leaks.trackDir(makeTmp('pw-guard-runtime-'));
@@ -228,6 +273,21 @@ describe('no usable state directory', () => {
     expect(r.stderr).toBe(
       `procwarden reap: records also in ${runtime}/procwarden: procwarden reap --state-dir ${runtime}/procwarden\n`,
     );
+  });
+
+  it('none at all, from the CLI: the command runs, and one stderr line says it is unguarded', async () => {
+    const r = await startCli(['run', '--', 'sh', '-c', 'echo ran'], {
+      env: {
+        PROCWARDEN_STATE_DIR: '/dev/null/state',
+        XDG_RUNTIME_DIR: '/dev/null/runtime',
+        TMPDIR: '/dev/null/tmp',
+      },
+    }).done;
+    expect(r.status).toBe(0);
+    expect(r.stdout.toString()).toBe('ran\n');
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^procwarden run: warning: run \S+: not journalled anywhere .*crash/);
   });
 
   it('none at all: the run starts, problems and a NOT_JOURNALLED warning say it is unguarded', async () => {

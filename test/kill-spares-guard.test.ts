@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { terminateTree } from '../src/index.js';
 import { defaultSend, isGuardOf } from '../src/kill/index.js';
 import { ProcfsTable, PsTable } from '../src/tree/index.js';
 import { GUARD_NAME, GUARD_SCRIPT } from '../src/watchdog/script.js';
 import { CLI, startCli } from './helpers/cli.js';
-import { alive, fixture, killEach, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { alive, exists, fixture, killEach, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
@@ -83,16 +84,16 @@ async function endTree(pid: number, graceMs: number) {
 const guardNote = (guard: number, host: number) =>
   `pid ${guard} is procwarden's guard of supervisor ${host}: left to end ${host}'s runs`;
 
-/** Its reaper once the host died busy: the guard's child, `sleep 600 HOST START`. */
-async function reaperOf(guard: number): Promise<number> {
-  const reaper = await waitFor(() => childrenOf(guard)[0], { what: 'the guard starts its reaper' });
-  leaks.track(reaper);
-  return reaper;
+/** The guard ran its (fake) reaper, told its host's pid and start time, and then ended by itself. */
+async function expectReapedAndGone(dir: string, guard: number, host: number): Promise<void> {
+  await waitFor(() => exists(join(dir, 'reaped')), { what: 'the guard starts its reaper' });
+  expect(readFileSync(join(dir, 'reaped'), 'utf8')).toMatch(new RegExp(`^${host} \\d+\n$`));
+  await waitFor(() => !alive(guard), { what: 'the guard done' });
 }
 
 describe('terminateTree on a procwarden host spares its guard', () => {
   it('a host that dies of SIGTERM: its guard is never signalled, not counted, and named once in the notes', async () => {
-    const { host, guard, term } = await startFakeHost('dies');
+    const { dir, host, guard, term } = await startFakeHost('dies');
     const { report, sent } = await endTree(host, 300);
     expect(sent.filter((s) => Math.abs(s.pid) === guard)).toEqual([]);
     expect(report.members.map((m) => m.pid)).not.toContain(guard);
@@ -102,15 +103,12 @@ describe('terminateTree on a procwarden host spares its guard', () => {
     expect(report.escaped).toBe(0);
     expect(alive(host)).toBe(false);
     expect(alive(term)).toBe(false);
-    // The guard lives on, and does its job: its host died busy, so it starts its reaper.
-    expect(alive(guard)).toBe(true);
-    const reaper = await reaperOf(guard);
-    expect(alive(reaper)).toBe(true);
-    killEach([reaper, guard]);
+    // It did its job (its host died busy, so it started its reaper), and the report waited for it.
+    await expectReapedAndGone(dir, guard, host);
   });
 
   it('a host that ignores SIGTERM gets the SIGKILL bound beyond the grace; the rest get SIGKILL at its end', async () => {
-    const { host, guard, term } = await startFakeHost('stays');
+    const { dir, host, guard, term } = await startFakeHost('stays');
     const { report, sent } = await endTree(host, 300);
     expect(sent.filter((s) => Math.abs(s.pid) === guard)).toEqual([]);
     const kills = (pid: number) =>
@@ -122,10 +120,22 @@ describe('terminateTree on a procwarden host spares its guard', () => {
     expect(report.escaped).toBe(0);
     expect(alive(host)).toBe(false);
     // SIGKILLed busy: its guard takes over.
-    const reaper = await reaperOf(guard);
-    expect(alive(guard)).toBe(true);
-    killEach([reaper, guard]);
+    await expectReapedAndGone(dir, guard, host);
   });
+
+  it('a spared guard that does not end once its host is gone is counted as escaped, never signalled', async () => {
+    // Its pipe is held open by a stray process: it never hears that its host died.
+    const { dir, host, guard } = await startFakeHost('dies', 'held');
+    const holder = await waitFor(() => readPids(dir).get('holder'), { what: 'the stray holder' });
+    leaks.track(holder);
+    const { report, sent } = await endTree(host, 300);
+    expect(sent.filter((s) => Math.abs(s.pid) === guard)).toEqual([]);
+    expect(report.escaped).toBe(1);
+    expect(report.notes.join('\n')).toMatch(
+      new RegExp(`still alive .* pid ${guard}: not signalled, counted as escaped`),
+    );
+    killEach([guard, holder]);
+  }, 20_000);
 
   it('a host that stops its runs and exits in that time is not SIGKILLed; its guard, told idle, exits by itself', async () => {
     const { host, guard, term } = await startFakeHost('slow');
@@ -163,10 +173,10 @@ describe('terminateTree on a procwarden host spares its guard', () => {
     if (!h || !g) throw new Error('fake host gone');
     expect(isGuardOf(procfs, g, h)).toBe(true);
     expect(isGuardOf(new PsTable(), g, h)).toBe(false);
-    const others = childrenOf(host);
-    killEach([host]);
-    // Its host died busy: the guard starts its reaper, which is ours to end too.
-    killEach([await reaperOf(guard), ...others]);
+    const others = childrenOf(host).filter((pid) => pid !== guard);
+    killEach([host, ...others]);
+    // Its host died busy: the guard starts its reaper, which ends by itself.
+    await waitFor(() => !alive(guard), { what: 'the guard done' });
   });
 });
 

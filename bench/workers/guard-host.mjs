@@ -1,7 +1,8 @@
 // A host for bench/watchdog.mjs. Usage: guard-host.mjs MODE STATE_DIR [N]
-//   first   times the first spawn() of a fresh process (PROCWARDEN_WATCHDOG decides the guard),
+//   first   times the first spawn() of a fresh process, right after its Supervisor is made (PROCWARDEN_WATCHDOG decides the guard),
 //           and a raw child_process.spawn of /bin/sh after it (one fork and exec: the least a
 //           process of its own costs); prints `first <spawn() ms> <raw sh spawn ms>`.
+//   warm    the same, 50 ms after the Supervisor is made (the guard started meanwhile)
 //   rss N   N supervisors, one run each; prints `rss <guard pids> <guard VmRSS KiB>`.
 //   kill    one run: a perl TERM recorder that writes the epoch time it got TERM and exits, two
 //           sleeps beside it in its process group; prints `ready <run pid> <guard pid>`, waits.
@@ -12,8 +13,10 @@ import { Supervisor } from '../../dist/index.js';
 const [mode, stateDir, n, out] = process.argv.slice(2);
 const ms = (t) => (performance.now() - t).toFixed(3);
 
-if (mode === 'first') {
+if (mode === 'first' || mode === 'warm') {
   const sup = new Supervisor({ stateDir });
+  // warm: the Supervisor is made ahead of its first spawn, as a long-lived host makes it.
+  if (mode === 'warm') await new Promise((r) => setTimeout(r, 50));
   let t = performance.now();
   const run = sup.spawn({ argv: ['/bin/true'], containment: 'process-group' });
   const first = ms(t);

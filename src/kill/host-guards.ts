@@ -1,4 +1,5 @@
-import { descendantsOf, indexOf, type ProcessInfo, type ProcessTable } from '../tree/index.js';
+import { type Clock, sleep } from '../clock.js';
+import { descendantsOf, indexOf, isGone, type ProcessInfo, type ProcessTable } from '../tree/index.js';
 import { GUARD_NAME, GUARD_SCRIPT } from '../watchdog/script.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;
@@ -48,6 +49,33 @@ export class HostGuards {
       ),
     ]) {
       if (!offered.has(key(p))) members.delete(key(p));
+    }
+  }
+
+  /**
+   * Once the tree is over: spared guards (and what they started) whose host is gone get `withinMs`
+   * to finish their host's runs and exit, as a real one does (at once when its host was idle, after
+   * the rest of a run's grace otherwise). What is still alive then is returned: counted as escaped,
+   * never signalled. So a member disguised as a guard, whose "host" holds its pipe open elsewhere
+   * or whose "reaper" is anything, cannot make a report say that nothing is left.
+   */
+  async unfinished(clock: Clock, withinMs: number): Promise<ProcessInfo[]> {
+    if (this.guards.size === 0) return [];
+    const until = clock.now() + withinMs;
+    for (;;) {
+      const list = await this.table.list();
+      const live = [...this.guards.values()].filter((g) =>
+        list.some((p) => p.pid === g.pid && p.startTime === g.startTime && !isGone(p)),
+      );
+      const left = [
+        ...live,
+        ...descendantsOf(
+          list,
+          live.map((g) => g.pid),
+        ),
+      ].filter((p) => !isGone(p));
+      if (left.length === 0 || clock.now() >= until) return left;
+      await sleep(clock, Math.min(100, until - clock.now()));
     }
   }
 

@@ -206,9 +206,24 @@ async function terminateUnix(
     patient: (member) => hostGuards.hasGuard(member),
   };
   const report = await terminate(target, { signal, graceMs, clock, table });
+  const unfinished = await hostGuards.unfinished(clock, graceMs + GUARD_FINISH_MS);
+  if (unfinished.length > 0) {
+    report.escaped += unfinished.length;
+    report.notes.push(
+      `${unfinished.length} process(es) spared as a supervisor's guard (or started by one) still alive ${Math.round((graceMs + GUARD_FINISH_MS) / 1000)} s after the tree ended, pid ${unfinished
+        .slice(0, 10)
+        .map((p) => p.pid)
+        .join(
+          ', ',
+        )}: not signalled, counted as escaped (a guard whose host has died ends by itself once that host's runs are over)`,
+    );
+  }
   if (report.signalled > 0) report.notes.push(UNVERIFIED_LATE_FORKS);
   return report;
 }
+
+/** What a spared guard gets, beyond the grace, to finish its dead host's runs (see HostGuards.unfinished). */
+const GUARD_FINISH_MS = 5000;
 
 /**
  * Said whenever a tree procwarden did not start was signalled: without a cookie or a cgroup, a

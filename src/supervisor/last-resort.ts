@@ -108,3 +108,29 @@ function ancestry(): { pids: Set<number>; groups: Set<number> } {
   }
   return { pids, groups };
 }
+
+/** The exit hooks of this process's supervisors with runs in flight: one process listener for all. */
+const exitHooks = new Set<() => void>();
+const runExitHooks = () => {
+  for (const hook of exitHooks) {
+    try {
+      hook();
+    } catch {
+      // one supervisor's failure must not cost the others their runs' end
+    }
+  }
+};
+
+/**
+ * Arms `hook` for the host's exit. One 'exit' listener serves every supervisor: one each would
+ * warn (MaxListenersExceededWarning) past ten supervisors with runs in flight.
+ */
+export function armExit(hook: () => void): void {
+  if (exitHooks.size === 0) process.on('exit', runExitHooks);
+  exitHooks.add(hook);
+}
+
+export function disarmExit(hook: () => void): void {
+  if (!exitHooks.delete(hook) || exitHooks.size > 0) return;
+  process.off('exit', runExitHooks);
+}

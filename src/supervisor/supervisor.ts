@@ -25,7 +25,7 @@ import type {
 } from '../types.js';
 import { type HostGuard, hostGuard } from '../watchdog/guard.js';
 import { RunJournal } from './journaling.js';
-import { killLiveRunsNow } from './last-resort.js';
+import { armExit, disarmExit, killLiveRunsNow } from './last-resort.js';
 import { ManagedRun } from './managed-run.js';
 import { checkCursor, DEFAULT_MAX_EXITED, describe, type RegistryEntry, RunRegistry } from './registry.js';
 import { RunLog } from './run-log.js';
@@ -119,6 +119,7 @@ export class Supervisor {
     const watchdog = options.watchdog ?? process.env.PROCWARDEN_WATCHDOG !== '0';
     this.guard = watchdog && options.journal !== false ? (options.guard ?? hostGuard()) : null;
     const guard = this.guard;
+    guard?.warmSoon();
     this.journal =
       options.journal === false
         ? null
@@ -411,13 +412,13 @@ export class Supervisor {
   private armExitHook(): void {
     if (this.exitHookArmed) return;
     this.exitHookArmed = true;
-    process.on('exit', this.onHostExit);
+    armExit(this.onHostExit);
   }
 
   private disarmExitHook(): void {
     if (!this.exitHookArmed) return;
     this.exitHookArmed = false;
-    process.off('exit', this.onHostExit);
+    disarmExit(this.onHostExit);
   }
 }
 

@@ -11,6 +11,8 @@ import { BUSY, GUARD_SCRIPT, guardArgs, IDLE, stateDirLine } from './script.js';
 
 /** How often a busy host looks at its guard: SIGSTOP sends the parent no event Node passes on. */
 const CHECK_MS = 200;
+const MAX_LOSSES = 5;
+const LOSS_WINDOW_MS = 2000;
 
 /**
  * The reaper script, dist/watchdog/main.cjs: two levels below the package root as this module is
@@ -49,6 +51,9 @@ export class HostGuard {
   /** Runs in flight (and records kept for a later reap) of every Supervisor of this process. */
   private holds = 0;
   private timer: NodeJS.Timeout | null = null;
+  private warming = false;
+  /** When the last guards were lost (see replace). */
+  private losses: number[] = [];
   /** Why the last guard was lost or could not be started; null while all is well. */
   problem: string | null = null;
   /** How many guards were started (the first, and each replacement). */
@@ -77,6 +82,21 @@ export class HostGuard {
       this.timer = setInterval(() => this.check(), CHECK_MS);
       this.timer.unref();
     }
+  }
+
+  /**
+   * Starts the guard on a later turn, so that a Supervisor made ahead of its first spawn (an agent
+   * runtime at start-up) does not pay a fork and exec inside that spawn. Idle, it costs a shell
+   * waiting on a pipe; a spawn that comes first starts it then.
+   */
+  warmSoon(): void {
+    if (this.warming || this.child) return;
+    this.warming = true;
+    setTimeout(() => {
+      this.warming = false;
+      if (this.child) return;
+      this.replace(null);
+    }, 0).unref();
   }
 
   /** A run acquired for is over and its record gone: at zero, the host's death is nobody's business. */
@@ -128,7 +148,7 @@ export class HostGuard {
   /** A healthy guard, started or replaced now if need be; throws GUARD_UNAVAILABLE if none can be. */
   private ensure(): void {
     if (this.child && this.alive()) return;
-    this.replace(this.child ? 'it was stopped or is gone' : null);
+    this.replace(this.child || this.started > 0 ? 'it was stopped or is gone' : null);
     if (!this.child) {
       throw new ProcwardenError(
         'GUARD_UNAVAILABLE',
@@ -148,15 +168,18 @@ export class HostGuard {
     }
   }
 
-  /** Ends the current guard (if any) and starts another, told everything the old one knew. */
+  /**
+   * Ends the current guard (if any) and starts another, told everything the old one knew. Not more
+   * than MAX_LOSSES times in LOSS_WINDOW_MS: something that kills every guard as it comes (a member
+   * with the right to signal it) would otherwise have the host fork in a loop; the check timer
+   * tries again, and a spawn meanwhile is refused.
+   */
   private replace(why: string | null): void {
     const old = this.child;
     if (old) {
-      this.child = null;
-      this.fd = null;
-      this.problem = `guard lost (${why}); replaced`;
+      this.drop();
       // A stopped one, continued later, would reap beside the new one: it goes (it is ours: a child
-      // not yet waited for keeps its pid, and its start time is checked).
+      // not yet waited for keeps its pid).
       if (old.pid !== undefined && old.exitCode === null && old.signalCode === null) {
         try {
           process.kill(old.pid, 'SIGKILL');
@@ -164,6 +187,16 @@ export class HostGuard {
           // gone already
         }
       }
+    }
+    if (why !== null) {
+      const now = Date.now();
+      this.losses = this.losses.filter((t) => now - t < LOSS_WINDOW_MS);
+      if (this.losses.length >= MAX_LOSSES) {
+        this.problem = `guard lost ${this.losses.length + 1} times in ${LOSS_WINDOW_MS / 1000} s (${why}): something keeps ending it; not replaced until that stops`;
+        return;
+      }
+      this.losses.push(now);
+      this.problem = `guard lost (${why}); replaced`;
     }
     this.start();
     if (!this.child) return;

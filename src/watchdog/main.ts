@@ -27,9 +27,12 @@ async function main(): Promise<number> {
   if (!args) return 2;
   process.title = `procwarden-reaper ${args.hostPid}`;
   const { reap } = await import('../journal/index.js');
+  const { CoalescingTable, platformTable } = await import('../tree/index.js');
+  // One table for every directory: their runs' sweeps are shared, not made once per directory.
+  const table = new CoalescingTable(platformTable());
   const reports = await Promise.all(
     args.stateDirs.map((stateDir) =>
-      reap({ stateDir, deadHost: { pid: args.hostPid, start: args.hostStart } }).catch(() => null),
+      reap({ stateDir, table, deadHost: { pid: args.hostPid, start: args.hostStart } }).catch(() => null),
     ),
   );
   return reports.every((r) => r !== null && r.survivors === 0) ? 0 : 1;

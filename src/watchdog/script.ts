@@ -14,7 +14,9 @@ import { isAbsolute } from 'node:path';
  * The signals a service manager, a terminal or a `kill` sends are ignored from the first line;
  * only SIGKILL (or SIGSTOP) takes it, and the host sees that and starts another. The reaper is a
  * child, not an exec: Node resets every ignored signal to its default at start-up, so a SIGTERM
- * sent to the guard's pid in the reaper's first milliseconds would end an exec'd one.
+ * sent to the guard's pid in the reaper's first milliseconds would end an exec'd one. A reaper
+ * that dies of a signal all the same (one sent to the guard's process group before its handlers
+ * exist, the OOM killer) is started again, up to 50 times: its claims die with it.
  */
 export const GUARD_SCRIPT = [
   "trap '' HUP INT QUIT TERM USR1 USR2 ALRM PIPE",
@@ -31,8 +33,14 @@ export const GUARD_SCRIPT = [
   '  esac',
   'done',
   '[ "$b" = 1 ] || exit 0',
-  '"$n" "$m" "$h" "$s" "$@" </dev/null &',
-  'wait $!',
+  'i=0',
+  'while :; do',
+  '  "$n" "$m" "$h" "$s" "$@" </dev/null &',
+  '  wait $!',
+  '  r=$?',
+  '  [ "$r" -gt 128 ] && [ "$i" -lt 50 ] || exit "$r"',
+  '  i=$((i + 1))',
+  'done',
 ].join('\n');
 
 /** The guard's $0: how ps, /proc/PID/cmdline and `procwarden kill` tell it. */
