@@ -135,6 +135,11 @@ console.log(`host guard (node ${process.version}, load ${loadavg()[0].toFixed(2)
 console.log(`  first spawn() call, guard on:   ${fmt(on)}`);
 console.log(`  first spawn() call, guard off:  ${fmt(off)}`);
 console.log(`  added by the guard (medians):   ${(on.median - off.median).toFixed(2)} ms`);
+const warmOn = summarize(first.warmOn);
+const warmOff = summarize(first.warmOff);
+console.log(`  first spawn() 50 ms after the Supervisor was made, guard on:  ${fmt(warmOn)}`);
+console.log(`  first spawn() 50 ms after the Supervisor was made, guard off: ${fmt(warmOff)}`);
+console.log(`  added by the guard then (medians): ${(warmOn.median - warmOff.median).toFixed(2)} ms`);
 console.log(
   `  raw spawn of /bin/sh (one fork+exec, the least a process costs): ${fmt(summarize(first.raw))}`,
 );
