@@ -73,12 +73,16 @@ export class HostGuard {
    */
   acquire(stateDir: string): void {
     this.ensure();
-    if (!this.dirs.includes(stateDir)) {
-      this.dirs.push(stateDir);
-      this.say(stateDirLine(stateDir));
+    try {
+      if (!this.dirs.includes(stateDir)) {
+        this.dirs.push(stateDir);
+        this.say(stateDirLine(stateDir));
+      }
+      if (this.holds === 0) this.say(BUSY);
+    } catch {
+      throw this.unavailable();
     }
     if (++this.holds === 1) {
-      this.say(BUSY);
       this.timer = setInterval(() => this.check(), CHECK_MS);
       this.timer.unref();
     }
@@ -116,7 +120,11 @@ export class HostGuard {
   addStateDir(stateDir: string): void {
     if (this.dirs.includes(stateDir)) return;
     this.dirs.push(stateDir);
-    if (this.child) this.say(stateDirLine(stateDir));
+    try {
+      if (this.child) this.say(stateDirLine(stateDir));
+    } catch {
+      // No guard to tell: `problem` says why, and the next spawn starts one told every directory.
+    }
   }
 
   /** Whether `fd` is the host's end of the guard's pipe: it must never reach a run. */
@@ -149,12 +157,14 @@ export class HostGuard {
   private ensure(): void {
     if (this.child && this.alive()) return;
     this.replace(this.child || this.started > 0 ? 'it was stopped or is gone' : null);
-    if (!this.child) {
-      throw new ProcwardenError(
-        'GUARD_UNAVAILABLE',
-        `no host guard could be started (${this.problem}), so a crash of this process would leave this run's processes running; nothing was started. Fix the cause, or pass { watchdog: false } (PROCWARDEN_WATCHDOG=0) to run unguarded.`,
-      );
-    }
+    if (!this.child) throw this.unavailable();
+  }
+
+  private unavailable(): ProcwardenError {
+    return new ProcwardenError(
+      'GUARD_UNAVAILABLE',
+      `no host guard could be started (${this.problem}), so a crash of this process would leave this run's processes running; nothing was started. Fix the cause, or pass { watchdog: false } (PROCWARDEN_WATCHDOG=0) to run unguarded.`,
+    );
   }
 
   /** While runs are in flight: a stopped or vanished guard is replaced without waiting for a spawn. */
@@ -288,7 +298,8 @@ export class HostGuard {
       if (!again) throw error;
       this.replace(`a write failed: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
       if (!this.child) throw error;
-      // replace() told the new guard every directory and the busy state; this line is one of those.
+      // The new guard was told every directory and the busy state as they stood; this line too.
+      this.say(line, false);
     }
   }
 }
