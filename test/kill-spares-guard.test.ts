@@ -123,6 +123,26 @@ describe('terminateTree on a procwarden host spares its guard', () => {
     await expectReapedAndGone(dir, guard, host);
   });
 
+  it('includeRoot: false on a live host: its guard is spared and not waited for (its host lives)', async () => {
+    const { host, guard, term } = await startFakeHost('stays');
+    const sent: Array<{ pid: number; signal: string }> = [];
+    const report = await terminateTree(host, {
+      graceMs: 300,
+      includeRoot: false,
+      send: (target, signal) => {
+        sent.push({ pid: target, signal });
+        defaultSend(target, signal);
+      },
+    });
+    expect(sent.filter((s) => Math.abs(s.pid) === guard || Math.abs(s.pid) === host)).toEqual([]);
+    expect(report.escaped).toBe(0);
+    expect(report.durationMs).toBeLessThan(4000);
+    expect(alive(term)).toBe(false);
+    expect(alive(host) && alive(guard)).toBe(true);
+    killEach([host]);
+    await waitFor(() => !alive(guard), { what: 'the guard done' });
+  });
+
   it('a spared guard that does not end once its host is gone is counted as escaped, never signalled', async () => {
     // Its pipe is held open by a stray process: it never hears that its host died.
     const { dir, host, guard } = await startFakeHost('dies', 'held');

@@ -15,6 +15,8 @@ export class HostGuards {
   private readonly guards = new Map<string, ProcessInfo>();
   /** Their hosts, by identity. */
   private readonly hosts = new Set<string>();
+  /** Each recognised guard's host (by the guard's identity). */
+  private readonly hostOf = new Map<string, ProcessInfo>();
 
   constructor(
     private readonly table: ProcessTable,
@@ -35,6 +37,7 @@ export class HostGuards {
       if (host && members.has(key(host)) && isGuardOf(this.table, m, host)) {
         this.guards.set(key(m), m);
         this.hosts.add(key(host));
+        this.hostOf.set(key(m), host);
         this.notes.push(
           `pid ${m.pid} is procwarden's guard of supervisor ${host.pid}: left to end ${host.pid}'s runs`,
         );
@@ -60,11 +63,18 @@ export class HostGuards {
    * or whose "reaper" is anything, cannot make a report say that nothing is left.
    */
   async unfinished(clock: Clock, withinMs: number): Promise<ProcessInfo[]> {
-    if (this.guards.size === 0) return [];
+    // A guard whose host lives (left out of the tree, or escaped: counted already) is doing its job.
+    const orphaned: ProcessInfo[] = [];
+    for (const [k, guard] of this.guards) {
+      const host = this.hostOf.get(k) as ProcessInfo;
+      const now = await this.table.get(host.pid);
+      if (!now || isGone(now) || now.startTime !== host.startTime) orphaned.push(guard);
+    }
+    if (orphaned.length === 0) return [];
     const until = clock.now() + withinMs;
     for (;;) {
       const list = await this.table.list();
-      const live = [...this.guards.values()].filter((g) =>
+      const live = orphaned.filter((g) =>
         list.some((p) => p.pid === g.pid && p.startTime === g.startTime && !isGone(p)),
       );
       const left = [

@@ -350,8 +350,8 @@ export class Supervisor {
   }
 
   /**
-   * The pid of this process's guard (shared by its supervisors) once a run has started it;
-   * undefined when runs go unguarded or none has started yet.
+   * The pid of this process's guard (shared by its supervisors) once it has started (on the turn
+   * after the first Supervisor is made, or in the first spawn); undefined when runs go unguarded.
    */
   get watchdogPid(): number | undefined {
     return this.guard?.pid;

@@ -199,7 +199,7 @@ export class HostGuard {
       }
     }
     if (why !== null) {
-      const now = Date.now();
+      const now = performance.now();
       this.losses = this.losses.filter((t) => now - t < LOSS_WINDOW_MS);
       if (this.losses.length >= MAX_LOSSES) {
         this.problem = `guard lost ${this.losses.length + 1} times in ${LOSS_WINDOW_MS / 1000} s (${why}): something keeps ending it; not replaced until that stops`;
