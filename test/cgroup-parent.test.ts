@@ -37,8 +37,12 @@ function parseParent(dir: string): { pid: number; start: string } {
 
 const readPid = (file: string) =>
   waitFor(() => existsSync(file) && Number(readFileSync(file, 'utf8')), { what: file });
+/** A host's parent cgroups: younger than this test process (an older one of that pid was another's). */
+const SELF_START = Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ')[19] ?? 0);
 const ofHost = (pid: number) =>
-  readdirSync(dirname(parentCgroup() as string)).filter((n) => n.startsWith(`procwarden-${pid}-`));
+  readdirSync(dirname(parentCgroup() as string)).filter(
+    (n) => n.startsWith(`procwarden-${pid}-`) && Number(n.split('-').at(-1)) >= SELF_START,
+  );
 
 describe.skipIf(skip !== null)(
   `a cgroup a member makes beside its run's${skip ? ` (skipped: ${skip})` : ''}`,

@@ -36,7 +36,11 @@ function hostCgroups(hostPid: number | undefined): string[] {
   const own = readFileSync('/proc/self/cgroup', 'utf8').match(/^0::(.*)$/m)?.[1];
   if (typeof cgroups !== 'string' || own === undefined) return [];
   try {
-    return readdirSync(join(cgroups, own)).filter((n) => n.startsWith(`procwarden-${hostPid}-`));
+    // Younger than this test process: an older one of that pid number was another process's.
+    const self = Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ')[19] ?? 0);
+    return readdirSync(join(cgroups, own)).filter(
+      (n) => n.startsWith(`procwarden-${hostPid}-`) && Number(n.split('-').at(-1)) >= self,
+    );
   } catch {
     return [];
   }

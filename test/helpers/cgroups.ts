@@ -37,16 +37,25 @@ export function sweepCgroups(host?: { pid: number; start: string }): Promise<str
   return sweep(host ? `procwarden-${host.pid}-${host.start}` : `procwarden-${process.pid}-`, !!host);
 }
 
-/** The same for the supervisors of another process (a host this test started, now dead). */
+/**
+ * The same for the supervisors of another process (a host this test started, now dead). Only
+ * cgroups younger than this test process: an older one of the same pid number is another process's
+ * (a run SIGKILLed with its guard, in an earlier session on this machine), not this host's.
+ */
 export function hostCgroups(pid: number): Promise<string[]> {
-  return sweep(`procwarden-${pid}-`);
+  return sweep(`procwarden-${pid}-`, false, OWN_START);
 }
 
-async function sweep(prefix: string, exact = false): Promise<string[]> {
+/** This process's start time (clock ticks since boot): every host it started is younger. */
+const OWN_START = Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ')[19] ?? 0);
+
+async function sweep(prefix: string, exact = false, youngerThan = 0): Promise<string[]> {
   const parent = parentCgroup();
   if (!parent) return [];
   const base = dirname(parent);
-  const mine = readdirSync(base).filter((n) => (exact ? n === prefix : n.startsWith(prefix)));
+  const mine = readdirSync(base).filter(
+    (n) => (exact ? n === prefix : n.startsWith(prefix)) && Number(n.split('-').at(-1) ?? 0) >= youngerThan,
+  );
   const left: string[] = [];
   for (const name of mine) {
     const dirs = subtree(join(base, name));
