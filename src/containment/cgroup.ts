@@ -88,9 +88,15 @@ export class CgroupContainment implements Containment {
     if (!this.wide && !this.signalled && out.size > 0) {
       const list = await this.table.list();
       const inside = [...out.values()].filter((m) => !isUnidentifiedMember(m)).map((m) => m.pid);
-      const outside = descendantsOf(list, inside).filter(
+      let outside = descendantsOf(list, inside).filter(
         (d) => !out.has(key(d)) && !isGone(d) && !this.guard.forbidsPid(d.pid),
       );
+      // Born inside between the read of cgroup.procs and the listing: inside, not out. A second
+      // read, after the listing, tells them from what really left.
+      if (outside.length > 0) {
+        const now = await this.cgroupMembers();
+        outside = outside.filter((d) => !now.has(key(d)));
+      }
       if (outside.length > 0)
         this.widen(`${outside.length} member(s) of the run were outside cgroup ${this.cgroupPath}`);
       this.membership.remember(outside);
