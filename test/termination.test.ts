@@ -69,9 +69,11 @@ describe.each(MODES)('containment %s', (containment) => {
       const pids = readPids(dir);
       handle.cancel('Ctrl-C', { signal: 'SIGINT', ifIgnored: 'nothing' });
       const r = await handle.result;
-      expect(
-        r.tree.report?.members.find((m) => m.pid === pids.get('job2'))?.signals.map((s) => s.signal),
-      ).toEqual(['SIGINT', 'SIGKILL']);
+      // No SIGTERM between: SIGINT, then after the grace SIGKILL. What follows is the kill phase's
+      // business (job1 forks a sleep every 50 ms: a re-forking tree may be killed again).
+      const signals = r.tree.report?.members.find((m) => m.pid === pids.get('job2'))?.signals ?? [];
+      expect(signals.slice(0, 2).map((s) => s.signal)).toEqual(['SIGINT', 'SIGKILL']);
+      expect(signals.slice(2).every((s) => s.signal === 'SIGKILL')).toBe(true);
       expect(r.escalated).toBe(true);
       for (const pid of pids.values()) expect(alive(pid)).toBe(false);
     });

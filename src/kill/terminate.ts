@@ -378,7 +378,7 @@ async function killUntilGone(
     if (members.unconfirmed) reforking = true;
     if (killed.size > 0 && members.some((m) => !killed.has(key(m)))) {
       reforking = true;
-      members = await freeze(target, plan, members, (m) => send('SIGSTOP', m), giveUpAt);
+      members = await freeze(target, plan, members, (m) => send('SIGSTOP', m), giveUpAt, killed);
     }
     if (!firstSent) await send('SIGKILL', members);
     firstSent = false;
@@ -490,8 +490,10 @@ async function freeze(
   members: ProcessInfo[],
   stop: (m: ProcessInfo[]) => Promise<unknown>,
   giveUpAt: number,
+  killed: ReadonlySet<string>,
 ): Promise<Members> {
-  const stopped = new Set<string>();
+  // A process with a SIGKILL pending can no longer fork: stopping it too only clutters the report.
+  const stopped = new Set<string>(killed);
   let now = members;
   for (let round = 0; round < FREEZE_ROUNDS && plan.clock.now() < giveUpAt; round++) {
     const fresh = now.filter((m) => !stopped.has(key(m)));
