@@ -1,4 +1,5 @@
 export { checkDuration, parseDuration, UNITS as DURATION_UNITS } from './duration.js';
+export { type EnvSource, envDurationMs, WATCHDOG_ENV, watchdogFromEnv } from './env.js';
 export {
   COOKIE_NAME,
   checkInput,
