@@ -1,3 +1,4 @@
+export { type CwdProblem, cwdProblem } from './cwd.js';
 export { checkDuration, parseDuration, UNITS as DURATION_UNITS } from './duration.js';
 export { type EnvSource, envDurationMs, WATCHDOG_ENV, watchdogFromEnv } from './env.js';
 export {
