@@ -11,6 +11,8 @@ export type ProcwardenErrorCode =
   | 'INVALID_SIGNAL'
   | 'INVALID_OPTION'
   | 'CWD_NOT_FOUND'
+  | 'CWD_NOT_ACCESSIBLE'
+  | 'INVALID_ENV'
   | 'INVALID_PID'
   | 'FORBIDDEN_TARGET'
   | 'NO_SUCH_PROCESS'

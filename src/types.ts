@@ -252,8 +252,9 @@ export interface SupervisorOptions {
    * Guard the runs with this process's host guard (one small process for all its supervisors,
    * started before the first run's process): if this process dies without ending them (SIGKILL,
    * OOM kill, uncaught exception, process.exit), it ends every tree still held, gracefully, from the
-   * journal. Needs the journal. Default true, unless PROCWARDEN_WATCHDOG=0 is in the environment;
-   * with it, a spawn() that cannot have a guard throws GUARD_UNAVAILABLE.
+   * journal. Needs the journal. Default true, unless PROCWARDEN_WATCHDOG=0 is in the environment
+   * (a value other than 0, 1 or empty throws INVALID_ENV when this option is not given); with it, a
+   * spawn() that cannot have a guard throws GUARD_UNAVAILABLE.
    */
   watchdog?: boolean;
   /** Reap the orphans of dead supervisors in the background when this one is created. Default false. */

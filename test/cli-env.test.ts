@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, startCli } from './helpers/cli.js';
@@ -31,6 +31,7 @@ function childrenOf(pid: number): string[] {
 describe.runIf(process.platform === 'linux')('PROCWARDEN_WATCHDOG', () => {
   for (const [value, expected] of [
     [undefined, true],
+    ['1', true],
     ['0', false],
   ] as const) {
     it(`${value === undefined ? 'unset' : `=${value}`}: procwarden run ${expected ? 'starts' : 'starts no'} watchdog`, async () => {
@@ -52,6 +53,36 @@ describe.runIf(process.platform === 'linux')('PROCWARDEN_WATCHDOG', () => {
       expect((await cli.done).status).toBe(143);
     });
   }
+});
+
+describe('a PROCWARDEN_* value procwarden cannot use is an error on stderr, not a silent default', () => {
+  // `false` or `off` would have meant "on": only 0 turned the guard off.
+  for (const [args, status] of [
+    [['run', '--'], 125],
+    [['timeout', '30s'], 125],
+  ] as const) {
+    it(`procwarden ${args[0]}: one line, status ${status}, the command never runs`, async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const marker = join(dir, 'ran');
+      const r = await runCli([...args, 'sh', '-c', 'touch "$0"', marker], {
+        env: { PROCWARDEN_WATCHDOG: 'false' },
+      });
+      leaks.track(r.pid);
+      expect(r.status).toBe(status);
+      expect(r.stderr).toBe(
+        `procwarden ${args[0]}: PROCWARDEN_WATCHDOG="false" is neither 0 (no host guard) nor 1 (a host guard, the default); set one of those or unset it.\n`,
+      );
+      expect(existsSync(marker)).toBe(false);
+    });
+  }
+
+  it('procwarden proof: one line, the usage status 2, before any case', async () => {
+    const r = await runCli(['proof'], { env: { PROCWARDEN_WATCHDOG: 'off' } });
+    leaks.track(r.pid);
+    expect(r.status).toBe(2);
+    expect(r.stdout.toString()).toBe('');
+    expect(r.stderr).toMatch(/^procwarden proof: PROCWARDEN_WATCHDOG="off" is neither 0 .*\n$/);
+  });
 });
 
 describe('where the journal lives', () => {

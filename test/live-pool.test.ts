@@ -211,30 +211,43 @@ describe('the idle timeout: option, environment, default', () => {
     }
   });
 
-  it('a value that is not a string (env given as an object) is a warning too, not a TypeError', async () => {
-    const env = { PROCWARDEN_LIVE_IDLE_TIMEOUT_MS: 5 } as unknown as Record<string, string>;
-    const { pool: p, clock, warnings } = pool({ env });
-    const { session } = await idleAfter(p, clock);
-    expect(warnings.map((w) => w.code)).toEqual(['INVALID_ENV']);
-    expect(warnings[0]?.message).toContain('PROCWARDEN_LIVE_IDLE_TIMEOUT_MS=5 is not');
-    clock.advance(10 * MIN);
-    expect((await session.closed).reason).toBe('idle');
+  it("takes the CLI's duration syntax: PROCWARDEN_LIVE_IDLE_TIMEOUT_MS=10s is 10 seconds", async () => {
+    const { pool: p, clock, warnings } = pool({ env: { PROCWARDEN_LIVE_IDLE_TIMEOUT_MS: '10s' } });
+    await (await idleAfter(p, clock)).closesAt(10_000);
+    expect(warnings).toEqual([]);
+  });
+
+  it('an unusable value fails every acquire that needs it with INVALID_ENV, before anything starts', async () => {
+    const env = { PROCWARDEN_LIVE_IDLE_TIMEOUT_MS: '10 minutes' };
+    const { pool: p, warnings } = pool({ env });
+    const dir = leaks.trackDir(makeTmp());
+    const runsBefore = sup.list().map((r) => r.id);
+    for (let i = 0; i < 2; i++) {
+      await expect(p.acquire('k', agentSpec(dir))).rejects.toMatchObject({
+        name: 'ProcwardenError',
+        code: 'INVALID_ENV',
+        message: expect.stringContaining('PROCWARDEN_LIVE_IDLE_TIMEOUT_MS="10 minutes" is not a duration'),
+      });
+    }
+    expect(p.size).toBe(0);
+    expect(sup.list().map((r) => r.id)).toEqual(runsBefore); // no process was started
+    expect(warnings).toEqual([]);
+    // Fixed, it is read again: the next acquire starts.
+    env.PROCWARDEN_LIVE_IDLE_TIMEOUT_MS = '5s';
+    const session = await p.acquire('k', agentSpec(dir));
+    leaks.track(session.pid);
+    expect(session.state).toBe('open');
     await p.shutdown();
   });
 
-  it('an invalid value is reported once (a warning event) and the default is used', async () => {
-    const { pool: p, clock, warnings } = pool({ env: { PROCWARDEN_LIVE_IDLE_TIMEOUT_MS: '10m' } });
-    const first = await idleAfter(p, clock);
-    const second = await idleAfter(p, clock);
-    expect(warnings).toHaveLength(1);
-    expect(warnings[0]?.code).toBe('INVALID_ENV');
-    expect(warnings[0]?.message).toContain('PROCWARDEN_LIVE_IDLE_TIMEOUT_MS="10m"');
-    clock.advance(10 * MIN - 1);
-    expect(first.session.state).toBe('open');
-    expect(second.session.state).toBe('open');
-    clock.advance(1);
-    expect((await first.session.closed).reason).toBe('idle');
-    expect((await second.session.closed).reason).toBe('idle');
+  it('a value that is not a string (env given as an object) is INVALID_ENV too, not a TypeError', async () => {
+    const env = { PROCWARDEN_LIVE_IDLE_TIMEOUT_MS: 5 } as unknown as Record<string, string>;
+    const { pool: p } = pool({ env });
+    await expect(p.acquire('k', agentSpec(leaks.trackDir(makeTmp())))).rejects.toMatchObject({
+      code: 'INVALID_ENV',
+      message: expect.stringContaining('PROCWARDEN_LIVE_IDLE_TIMEOUT_MS=5 is not'),
+    });
+    expect(p.size).toBe(0);
   });
 
   it('an explicit option beats the environment; an acquire option beats the pool option', async () => {

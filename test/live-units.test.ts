@@ -47,19 +47,33 @@ describe('shouldClearSessionBinding', () => {
 describe('PROCWARDEN_LIVE_IDLE_TIMEOUT_MS', () => {
   const read = (value: string | undefined) => idleTimeoutFromEnv({ PROCWARDEN_LIVE_IDLE_TIMEOUT_MS: value });
 
-  it('takes a whole number of milliseconds; unset or empty means the default', () => {
-    expect(read('1500')).toEqual({ idleTimeoutMs: 1500 });
-    expect(read(' 42 ')).toEqual({ idleTimeoutMs: 42 });
-    expect(read('0')).toEqual({ idleTimeoutMs: 0 });
-    expect(read(undefined)).toEqual({ idleTimeoutMs: 600_000 });
-    expect(read('')).toEqual({ idleTimeoutMs: 600_000 });
+  it('a bare number is milliseconds; unset or empty means the default', () => {
+    expect(read('1500')).toBe(1500);
+    expect(read(' 42 ')).toBe(42);
+    expect(read('0')).toBe(0);
+    expect(read(undefined)).toBe(600_000);
+    expect(read('')).toBe(600_000);
   });
 
-  it('anything else is the default plus a warning', () => {
-    for (const bad of ['-1', '1.5', '10m', 'abc', '1e3', '99999999999999999999']) {
-      const { idleTimeoutMs, warning } = read(bad);
-      expect(idleTimeoutMs).toBe(600_000);
-      expect(warning?.code).toBe('INVALID_ENV');
+  it("takes the CLI's duration syntax: a number with a unit is converted", () => {
+    expect(read('10s')).toBe(10_000);
+    expect(read('1.5m')).toBe(90_000);
+    expect(read('500ms')).toBe(500);
+    expect(read('2h')).toBe(7_200_000);
+    expect(read('1e3')).toBe(1000);
+  });
+
+  it('anything else throws INVALID_ENV naming the variable and its value; no default is used', () => {
+    for (const bad of ['-1', '10 minutes', 'abc', '1e999', 'inf', '10x']) {
+      expect(() => read(bad)).toThrow(
+        expect.objectContaining({
+          name: 'ProcwardenError',
+          code: 'INVALID_ENV',
+          message: expect.stringContaining(
+            `PROCWARDEN_LIVE_IDLE_TIMEOUT_MS=${JSON.stringify(bad)} is not a duration`,
+          ),
+        }),
+      );
     }
   });
 });

@@ -231,3 +231,35 @@ describe('environment, cookie and stdin', () => {
     expect(r.reason).toBe('exit');
   });
 });
+
+describe('PROCWARDEN_WATCHDOG is 0, 1 or unset', () => {
+  function withWatchdogEnv<T>(value: string, make: () => T): T {
+    const before = process.env.PROCWARDEN_WATCHDOG;
+    process.env.PROCWARDEN_WATCHDOG = value;
+    try {
+      return make();
+    } finally {
+      if (before === undefined) delete process.env.PROCWARDEN_WATCHDOG;
+      else process.env.PROCWARDEN_WATCHDOG = before;
+    }
+  }
+
+  it('another value throws INVALID_ENV from new Supervisor(), which starts nothing', () => {
+    for (const value of ['false', 'off', 'no', '2']) {
+      expect(() => withWatchdogEnv(value, () => new Supervisor())).toThrow(
+        expect.objectContaining({
+          name: 'ProcwardenError',
+          code: 'INVALID_ENV',
+          message: `PROCWARDEN_WATCHDOG=${JSON.stringify(value)} is neither 0 (no host guard) nor 1 (a host guard, the default); set one of those or unset it.`,
+        }),
+      );
+    }
+  });
+
+  it('is not read when the watchdog option is given', async () => {
+    const unguarded = withWatchdogEnv('off', () => new Supervisor({ watchdog: false }));
+    leaks.trackCookie(unguarded.id);
+    expect((await unguarded.spawn({ argv: ['true'] }).result).exitCode).toBe(0);
+    await unguarded.shutdown();
+  });
+});

@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isProcwardenError } from '../errors.js';
 import { Supervisor } from '../supervisor/index.js';
 import { platformTable } from '../tree/index.js';
 import { parseOptions, UsageError } from './args.js';
@@ -16,6 +17,16 @@ const OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** A setting procwarden refuses (an unusable PROCWARDEN_WATCHDOG) is bad input: status 2, one line. */
+function configured<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    if (isProcwardenError(error)) throw new UsageError(error.message, EXIT_USAGE, false);
+    throw error;
+  }
+}
 
 function evidence(p: CaseProof): string {
   const ended = p.exitSignal ? `died of ${p.exitSignal}` : `exit ${p.exitCode}`;
@@ -47,8 +58,8 @@ export async function proofCommand(args: string[]): Promise<number> {
   const fd = values.json ? 2 : 1;
   const human = { write: (text: string) => writeNow(fd, text) };
   const paint = painter(useColour(values.json ? process.stderr : process.stdout));
+  const sup = configured(() => new Supervisor());
   const root = mkdtempSync(join(tmpdir(), 'procwarden-proof-'));
-  const sup = new Supervisor();
   const table = platformTable();
   const proofs: CaseProof[] = [];
   try {

@@ -33,14 +33,16 @@ const OPTIONS = {
 
 const CONTAINMENTS: readonly ContainmentMode[] = ['auto', 'process-group', 'cgroup', 'none'];
 
+/** Not a usage mistake: --help has nothing to say about a guard that could not be had, or the environment. */
+const NOT_USAGE: readonly string[] = ['GUARD_UNAVAILABLE', 'INVALID_ENV'];
+
 /** Bad values are usage errors: exit 125, one line, nothing started. */
 function checked<T>(make: () => T): T {
   try {
     return make();
   } catch (error) {
-    // Not a usage mistake: --help has nothing to say about a guard that could not be had.
     if (isProcwardenError(error))
-      throw new UsageError(error.message, EXIT_FAILED, error.code !== 'GUARD_UNAVAILABLE');
+      throw new UsageError(error.message, EXIT_FAILED, !NOT_USAGE.includes(error.code));
     throw error;
   }
 }

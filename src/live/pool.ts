@@ -136,6 +136,8 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     }
     // A new process is needed: one that cannot start must cost no session, restarted or evicted.
     checkCommandFound(spawned);
+    // So is one whose idle timeout is an unusable PROCWARDEN_LIVE_IDLE_TIMEOUT_MS (INVALID_ENV).
+    const idleTimeoutMs = options.idleTimeoutMs ?? this.options.idleTimeoutMs ?? this.idleTimeoutFromEnv();
     if (current) {
       if (current.fingerprint !== fingerprint && current.turnActive) {
         throw new ProcwardenError(
@@ -150,7 +152,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     this.assertNotAborted(key, spec);
     await this.reserveSlot(key, spec);
     try {
-      return this.start(key, spec, fingerprint, options);
+      return this.start(key, spec, fingerprint, options, idleTimeoutMs);
     } finally {
       this.reserved--;
       const waiters = this.reservationWaiters;
@@ -207,7 +209,13 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     return best;
   }
 
-  private start(key: string, spec: RunSpec, fingerprint: string, options: AcquireOptions): LiveSession {
+  private start(
+    key: string,
+    spec: RunSpec,
+    fingerprint: string,
+    options: AcquireOptions,
+    idleTimeoutMs: number,
+  ): LiveSession {
     this.assertOpen();
     this.assertNotAborted(key, spec);
     const session = new LiveSession({
@@ -217,7 +225,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       spec,
       supervisor: this.supervisor,
       clock: this.clock,
-      idleTimeoutMs: options.idleTimeoutMs ?? this.options.idleTimeoutMs ?? this.idleTimeoutFromEnv(),
+      idleTimeoutMs,
       maxDrainMs: options.maxDrainMs ?? this.options.maxDrainMs ?? DEFAULT_MAX_DRAIN_MS,
       closeOnRunEnd: options.closeOnRunEnd ?? this.options.closeOnRunEnd ?? false,
       maxLineChars: options.maxLineChars ?? this.options.maxLineChars ?? DEFAULT_MAX_LINE_CHARS,
@@ -272,13 +280,12 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     this.activity.set(session, ++this.activitySeq);
   }
 
-  /** Read once per pool, when a session first needs it; an unusable value is reported once. */
+  /**
+   * Read when a session first needs it and kept for the pool; an unusable value throws INVALID_ENV
+   * (and is read again by the next acquire that needs it, which fails the same way until it is fixed).
+   */
   private idleTimeoutFromEnv(): number {
-    if (this.envIdleTimeoutMs === undefined) {
-      const { idleTimeoutMs, warning } = idleTimeoutFromEnv(this.options.env ?? process.env);
-      this.envIdleTimeoutMs = idleTimeoutMs;
-      if (warning) this.tell('warning', warning);
-    }
+    this.envIdleTimeoutMs ??= idleTimeoutFromEnv(this.options.env ?? process.env);
     return this.envIdleTimeoutMs;
   }
 

@@ -22,7 +22,8 @@ export type LiveTurnOutcome = 'completed' | 'overall-timeout' | 'no-output-timeo
 export interface LiveSessionOptions {
   /**
    * Close with 'idle' after this long with no active turn and no live children. 0: never.
-   * Default: PROCWARDEN_LIVE_IDLE_TIMEOUT_MS when it holds a valid value, else 10 minutes.
+   * Default: PROCWARDEN_LIVE_IDLE_TIMEOUT_MS (milliseconds, or a duration such as `10s`), else 10
+   * minutes. An unusable value of it fails the acquire that needs it with INVALID_ENV.
    */
   idleTimeoutMs?: number;
   /** Longest a deferred 'idle' / 'restart' close waits for live children. Default 15 minutes; Infinity: no cap. */
@@ -107,8 +108,8 @@ export interface ClosedEvent extends LiveEventBase {
 }
 
 export interface WarningEvent {
-  /** INVALID_ENV: an unusable PROCWARDEN_LIVE_IDLE_TIMEOUT_MS. LISTENER_THREW: another pool listener threw. */
-  code: 'INVALID_ENV' | 'LISTENER_THREW';
+  /** LISTENER_THREW: another pool listener threw. */
+  code: 'LISTENER_THREW';
   message: string;
   /** LISTENER_THREW: what the listener threw (or its promise rejected with). */
   cause?: unknown;

@@ -1,4 +1,6 @@
+export { type CwdProblem, cwdProblem } from './cwd.js';
 export { checkDuration, parseDuration, UNITS as DURATION_UNITS } from './duration.js';
+export { type EnvSource, envDurationMs, WATCHDOG_ENV, watchdogFromEnv } from './env.js';
 export {
   COOKIE_NAME,
   checkInput,

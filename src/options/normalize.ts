@@ -1,6 +1,6 @@
-import { statSync } from 'node:fs';
 import { ProcwardenError, showValue } from '../errors.js';
 import type { ContainmentMode, OutputOptions, PtyOptions, RunMode, RunSpec } from '../types.js';
+import { cwdProblem } from './cwd.js';
 import { checkDuration } from './duration.js';
 import { normalizeSignal } from './signals.js';
 
@@ -363,18 +363,10 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
   if (merged.cwd !== undefined) {
     if (typeof merged.cwd !== 'string' || merged.cwd === '')
       throw invalid('cwd must be a non-empty path.', 'INVALID_OPTION');
-    let isDir = false;
-    try {
-      isDir = statSync(merged.cwd).isDirectory();
-    } catch {
-      isDir = false;
-    }
-    if (!isDir) {
-      throw new ProcwardenError(
-        'CWD_NOT_FOUND',
-        `cwd ${JSON.stringify(merged.cwd)} does not exist or is not a directory.`,
-      );
-    }
+    // Before anything starts, and in every mode: a chdir that fails in the child (or in the PTY's
+    // fork, or in the cgroup shim's shell) would otherwise be reported as the command's failure.
+    const problem = cwdProblem(merged.cwd);
+    if (problem) throw new ProcwardenError(problem.code, problem.message);
     cwd = merged.cwd;
   }
 

@@ -9,6 +9,7 @@ import { util } from '../lazy-builtins.js';
 import {
   checkOptions,
   checkPtyCells,
+  cwdProblem,
   type NormalSpec,
   normalizeSignal,
   oneOf,
@@ -252,6 +253,10 @@ export class ManagedRun implements RunHandle {
       // Inside the try: whatever fails before the command exists is its spawn error, and the run
       // settles (its journal record removed), never an exception out of spawn() with a run left live.
       this.output.openFile();
+      // Checked again at launch: a run that waited (replaceScope) may find its cwd gone or closed,
+      // and a PTY's fork or the cgroup shim's shell would report that as the command's failure.
+      const cwd = this.spec.cwd === undefined ? null : cwdProblem(this.spec.cwd);
+      if (cwd) throw Object.assign(new Error(cwd.message), { code: cwd.errno });
       const plan = this.hold.prepare({
         file,
         args,
@@ -843,6 +848,10 @@ function abortDetail(signal: AbortSignal | undefined): string | undefined {
 
 function spawnMessage(spec: NormalSpec, error: NodeJS.ErrnoException): string {
   const command = spec.argv[0];
+  // Node says `spawn pwd EACCES` whether the exec or the chdir before it failed: the cwd, when it
+  // is what cannot be entered, is what the message names.
+  const cwd = spec.cwd === undefined ? null : cwdProblem(spec.cwd);
+  if (cwd) return cwd.message;
   switch (error.code) {
     case 'ENOENT': {
       // The file is there: what the exec did not find is the interpreter its #! line names.

@@ -9,6 +9,7 @@ import {
   checkSwitch,
   type NormalSpec,
   normalizeSpec,
+  watchdogFromEnv,
 } from '../options/index.js';
 import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
 import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
@@ -116,7 +117,7 @@ export class Supervisor {
     }
     this.stateDir = options.stateDir === undefined ? defaultStateDir() : checkStateDir(options.stateDir);
     // The guard reaps from the journal: without one it would have nothing to go by.
-    const watchdog = options.watchdog ?? process.env.PROCWARDEN_WATCHDOG !== '0';
+    const watchdog = options.watchdog ?? watchdogFromEnv(process.env);
     this.guard = watchdog && options.journal !== false ? (options.guard ?? hostGuard()) : null;
     const guard = this.guard;
     guard?.warmSoon();
