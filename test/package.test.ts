@@ -209,6 +209,112 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
     },
   );
 
+  // A consumer as strict as they come, type checking its libraries: before the rolled-up
+  // declarations, exactOptionalPropertyTypes with skipLibCheck: false failed in an internal
+  // module's .d.ts (TS2420 in tree/coalescing.d.ts). The main API is used as documented, and what
+  // the types refuse is checked too: each @ts-expect-error fails the compile if nothing is wrong.
+  it('tsc --strict --exactOptionalPropertyTypes, skipLibCheck false: a consumer of the main API compiles', async () => {
+    const dir = join(prefix, 'tsc-consumer');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'es2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          strict: true,
+          exactOptionalPropertyTypes: true,
+          noUncheckedIndexedAccess: true,
+          skipLibCheck: false,
+          noEmit: true,
+          // The package's types name NodeJS.Signals: a consumer has @types/node (ours, here).
+          typeRoots: [join(ROOT, 'node_modules', '@types')],
+          types: ['node'],
+        },
+        files: ['consumer.ts', 'require.cts'],
+      }),
+    );
+    writeFileSync(
+      join(dir, 'consumer.ts'),
+      [
+        'import {',
+        '  isProcwardenError, LiveSessionPool, type ProcwardenErrorCode, ProcwardenError, type RunResult,',
+        '  type RunSpec, run, Supervisor, terminateTree,',
+        "} from 'procwarden';",
+        "import treeKill, { type TreeKillCallback } from 'procwarden/tree-kill';",
+        '',
+        'const spec: RunSpec = {',
+        "  argv: ['sh', '-c', 'echo hi'],",
+        '  timeoutMs: 1000,',
+        '  graceMs: 500,',
+        "  killSignal: 'SIGINT',",
+        '  output: {',
+        '    maxBytes: 1024,',
+        '    onData: (text, stream) => {',
+        '      console.log(stream, text);',
+        '    },',
+        '    // A promise returned holds the stream until it settles.',
+        '    onBytes: async (chunk) => {',
+        '      await new Promise((resolve) => setTimeout(resolve, chunk.length));',
+        '    },',
+        '  },',
+        '};',
+        'const handle = run(spec);',
+        "handle.cancel('user asked', { signal: 'SIGTERM', ifIgnored: 'nothing' });",
+        'const result: RunResult = await handle.result;',
+        'const summary: [string, number | null, string | null, string, boolean, number] = [',
+        '  result.reason, result.exitCode, result.exitSignal, result.stdout.text, result.timedOut, result.tree.escaped,',
+        '];',
+        '',
+        'const sup = new Supervisor({ defaults: { graceMs: 1000, killSignal: 15 }, journal: false });',
+        "const other = sup.spawn({ argv: ['sleep', '1'], scope: 'jobs', containment: 'process-group' });",
+        'const pid: number | undefined = other.pid;',
+        "await sup.cancelScope('jobs');",
+        'await sup.shutdown({ graceMs: 100 });',
+        '',
+        'try {',
+        "  run({ argv: ['true'], timeoutMs: -1 });",
+        '} catch (error) {',
+        '  if (isProcwardenError(error)) {',
+        '    const code: ProcwardenErrorCode = error.code;',
+        '    console.log(code);',
+        '  }',
+        '  if (error instanceof ProcwardenError) console.log(error.message);',
+        '}',
+        'const report = await terminateTree(12345, { signal: 15, graceMs: 100, includeRoot: false });',
+        'const pool = new LiveSessionPool({ maxSessions: 2 });',
+        "const session = await pool.acquire('key', { argv: ['cat'], stdin: 'pipe' });",
+        'await pool.shutdown();',
+        'const done: TreeKillCallback = (error) => console.log(error?.message);',
+        "treeKill(12345, 'SIGTERM', done);",
+        'console.log(summary, pid, report.killed, session);',
+        '',
+        '// @ts-expect-error: argv names at least the command',
+        'run({ argv: [] });',
+        '// @ts-expect-error: a signal is a name Node knows, or a number',
+        "run({ argv: ['true'], killSignal: 'SIGNOPE' });",
+        '// @ts-expect-error: the test seams (process tables, launchers) are not public',
+        'new Supervisor({ table: {} });',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'require.cts'),
+      [
+        "import kill = require('procwarden/tree-kill');",
+        "kill(12345, 'SIGKILL', (error) => console.log(error));",
+        '',
+      ].join('\n'),
+    );
+    const checked = await exec(TSC, ['-p', dir], { cwd: dir }).then(
+      () => 'no errors',
+      (error: { stdout?: string }) => error.stdout ?? String(error),
+    );
+    expect(checked).toBe('no errors');
+  });
+
   // require() from CommonJS as Node runs it by default, and as the Node 20 and 22 releases without
   // require(esm) do (--no-experimental-require-module stands in for them): the function itself,
   // which ends a `sleep` this script started; the files loaded say which path was taken.
