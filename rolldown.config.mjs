@@ -1,17 +1,24 @@
 // The published entry points in as few files as possible: Node's ESM loader pays per file (resolve,
 // stat, read, link), and over the ~65 modules of the library that cost `procwarden timeout` more
-// than its own work. tsc still emits every module and the .d.ts files into dist/ first (the types,
-// and the benches, which measure internals); these bundles then replace the entry files.
+// than its own work. tsc still emits every module into dist/ first (the benches and some tests
+// measure internals), and its .d.ts files into dist/.types/; these bundles then replace the entry
+// files, and the last builds roll the declarations up into one file per public entry.
+//
+// `npm run build` runs this through scripts/build.mjs, which prints warnings only (the CLI,
+// `rolldown -c`, lists every chunk).
 //
 // The library is ESM. The CLI is CommonJS: a program that imports nothing by ES module never starts
 // Node's ESM loader, 8-12 ms of every `procwarden timeout` on Node 20 (an empty .mjs file costs
 // that), and `require` of a builtin builds no facade. It keeps its path, dist/cli/main.js: a
 // package.json of type commonjs in dist/cli/ says what it is, so links users made keep working.
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import MagicString from 'magic-string';
 import { defineConfig } from 'rolldown';
+import { dts } from 'rolldown-plugin-dts';
 
 const CLI = 'dist/cli/main.js';
+/** Where tsc's declarations wait to be rolled up (tsconfig.build.json's declarationDir). */
+const STAGED = 'dist/.types';
 
 const shared = {
   platform: 'node',
@@ -55,7 +62,7 @@ export default defineConfig([
       entryFileNames: '[name].js',
       chunkFileNames: 'chunks/[name]-[hash].js',
       ...ascii,
-      advancedChunks: { groups: [library] },
+      codeSplitting: { groups: [library] },
     },
     plugins: [builtinsWithoutFacades()],
   },
@@ -76,7 +83,7 @@ export default defineConfig([
       exports: 'named',
       chunkFileNames: 'cjs/[name]-[hash].cjs',
       ...ascii,
-      advancedChunks: { groups: cliGroups },
+      codeSplitting: { groups: cliGroups },
     },
     plugins: [
       {
@@ -102,11 +109,43 @@ export default defineConfig([
       strict: true,
       sourcemap: true,
       entryFileNames: '[name].cjs',
-      inlineDynamicImports: true,
+      codeSplitting: false,
       ...ascii,
     },
   },
+  // The types a consumer sees: tsc's declarations of every module (dist/.types/) rolled up into
+  // one self-contained file per public entry, so that only the public API ships. A consumer that
+  // type checks its libraries (skipLibCheck: false, exactOptionalPropertyTypes) used to check every
+  // internal module's declarations, and failed in one of them. Each entry is its own build: a
+  // shared chunk would be one more file, and not one per entry.
+  types('index'),
+  {
+    ...types('tree-kill'),
+    plugins: [
+      ...types('tree-kill').plugins,
+      {
+        // require('procwarden/tree-kill')'s types are tsc's, already one file (`export =`, no
+        // import); then the staging folder goes, so that dist/ holds only the shipped types.
+        name: 'types-staging-done',
+        writeBundle() {
+          copyFileSync(`${STAGED}/cjs/tree-kill.d.cts`, 'dist/cjs/tree-kill.d.cts');
+          rmSync(STAGED, { recursive: true, force: true });
+        },
+      },
+    ],
+  },
 ]);
+
+/** One public entry's declarations, bundled from tsc's (rolldown-plugin-dts reads them as they are:
+ * no TypeScript compiler API, which TypeScript 7 no longer ships). */
+function types(entry) {
+  return {
+    input: { [entry]: `${STAGED}/${entry}.d.ts` },
+    external: [/^node:/],
+    plugins: [dts({ dtsInput: true, tsconfig: false })],
+    output: { dir: 'dist', codeSplitting: false },
+  };
+}
 
 /**
  * `import { x } from 'node:fs'` builds an ES module facade of the whole builtin, reading every

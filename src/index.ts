@@ -2,6 +2,7 @@ export { type Clock, realClock } from './clock.js';
 export { isProcwardenError, ProcwardenError, type ProcwardenErrorCode } from './errors.js';
 export {
   defaultStateDir,
+  type JournalProblem,
   type ReapAction,
   type ReapedRun,
   type ReapOptions,

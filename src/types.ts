@@ -24,7 +24,7 @@ export interface OutputOptions {
    * Every decoded chunk, as it arrives. UTF-8 sequences split across chunks decode whole.
    * Returning a promise (an async function) applies backpressure, as for onBytes.
    */
-  onData?: (text: string, stream: StreamName) => void;
+  onData?: (text: string, stream: StreamName) => void | Promise<void>;
   /**
    * A path that receives every byte of stdout and stderr (appended in arrival order), written
    * asynchronously: a slow or stalled reader (a FIFO, a pipe) pauses the command, never the host.
@@ -38,7 +38,7 @@ export interface OutputOptions {
    * noted in the result and reading resumes. The chunk is shared with the capture, the file sink
    * and the run's log: copy it to keep it, never change it.
    */
-  onBytes?: (chunk: Uint8Array, stream: StreamName) => void;
+  onBytes?: (chunk: Uint8Array, stream: StreamName) => void | Promise<void>;
   /**
    * Give the command the caller's own stdout and stderr instead of pipes (it sees a TTY if the
    * caller has one). Nothing is captured or streamed then, and noOutputTimeoutMs is not available.
@@ -53,7 +53,8 @@ export interface PtyOptions {
 }
 
 export interface RunSpec {
-  argv: readonly [string, ...string[]] | readonly string[];
+  /** The command and its arguments: at least the command (an empty argv is a type error). */
+  argv: readonly [string, ...string[]];
   mode?: RunMode;
   /** Run argv through /bin/sh -c (argv joined with spaces). Off by default. */
   shell?: boolean;
@@ -72,7 +73,8 @@ export interface RunSpec {
   timeoutMs?: number;
   noOutputTimeoutMs?: number;
   graceMs?: number;
-  killSignal?: string;
+  /** The graceful signal a termination sends first: a name ('SIGTERM', the default) or a number. */
+  killSignal?: NodeJS.Signals | number;
   /** After the direct child exits, how long stdio may stay open before it is let go. Default 500 ms. */
   drainMs?: number;
   signal?: AbortSignal;

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, wr
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CgroupHost } from '../src/containment/index.js';
-import { reap, Supervisor } from '../src/index.js';
+import { type RunSpec, reap, Supervisor } from '../src/index.js';
 import { cgroupOf, cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
 import { startHost } from './helpers/host.js';
 import { alive, cookieHolders, fixture, LeakGuard, makeTmp, startTime, waitFor } from './helpers/procs.js';
@@ -47,7 +47,7 @@ const ofHost = (pid: number) =>
 describe.skipIf(skip !== null)(
   `a cgroup a member makes beside its run's${skip ? ` (skipped: ${skip})` : ''}`,
   () => {
-    const sibling = (dir: string, mode: string, name = 'evil') => [
+    const sibling = (dir: string, mode: string, name = 'evil'): RunSpec['argv'] => [
       'sh',
       fixture('sibling-escape.sh'),
       mount as string,
@@ -134,7 +134,7 @@ describe.skipIf(skip !== null)(
       const dir = leaks.trackDir(makeTmp('pw-sib-'));
       const sup = new Supervisor({ journal: false });
       // The command returns at once: the escapee is a leftover the caller keeps.
-      const argv = [
+      const argv: RunSpec['argv'] = [
         'sh',
         '-c',
         `${sibling(dir, 'envi')

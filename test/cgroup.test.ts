@@ -161,7 +161,11 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
     let out = '';
     const handle = sup.spawn({
       argv: [fixture('ignore-term.sh'), dir],
-      output: { onData: (t) => (out += t) },
+      output: {
+        onData: (t) => {
+          out += t;
+        },
+      },
     });
     leaks.track(handle.pid);
     expect(handle.containment).toBe('cgroup');
@@ -227,7 +231,14 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
   it('a stopped member gets the graceful signal, then SIGCONT, and cleans up within the grace', async () => {
     const dir = leaks.trackDir(makeTmp());
     let out = '';
-    const handle = sup.spawn({ argv: [fixture('stopped.sh'), dir], output: { onData: (t) => (out += t) } });
+    const handle = sup.spawn({
+      argv: [fixture('stopped.sh'), dir],
+      output: {
+        onData: (t) => {
+          out += t;
+        },
+      },
+    });
     leaks.track(handle.pid);
     await waitFor(() => out.includes('ready'));
     await waitFor(() => new ProcfsTable().getSync(handle.pid ?? 0)?.state === 'T', { what: 'stopped' });
@@ -245,7 +256,11 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
     const handle = sup.spawn({
       argv: [fixture('orphan-ignores-term.sh'), dir],
       graceMs: 300,
-      output: { onData: (t) => (out += t) },
+      output: {
+        onData: (t) => {
+          out += t;
+        },
+      },
     });
     await waitFor(() => out.includes('ready'));
     handle.cancel();
@@ -320,7 +335,11 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
       const handle = sup.spawn({
         argv: ['bash', '-c', script, 'bash', outside, dir],
         containment: 'cgroup',
-        output: { onData: (t) => (out += t) },
+        output: {
+          onData: (t) => {
+            out += t;
+          },
+        },
       });
       leaks.track(handle.pid);
       await waitFor(() => out.includes('ready'));
@@ -366,7 +385,11 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
       const handle = sup.spawn({
         argv: ['bash', '-c', script, 'bash', String(writableCgroupMount()).replace(/\/$/, ''), outside, dir],
         containment: 'cgroup',
-        output: { onData: (t) => (out += t) },
+        output: {
+          onData: (t) => {
+            out += t;
+          },
+        },
       });
       leaks.track(handle.pid);
       await waitFor(() => out.includes('ready'));
@@ -393,7 +416,11 @@ describe.skipIf(skip !== null)(`cgroup containment${skip ? ` (skipped: ${skip})`
     const handle = sup.spawn({
       argv: ['sh', '-c', script, 'sh', mount.replace(/\/$/, ''), dir],
       containment: 'cgroup',
-      output: { onData: (t) => (out += t) },
+      output: {
+        onData: (t) => {
+          out += t;
+        },
+      },
     });
     await waitFor(() => out.includes('ready'));
     handle.cancel();

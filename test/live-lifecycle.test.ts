@@ -182,7 +182,7 @@ describe('acquire starts from the spec it checked', () => {
     const idle = await acquired(p, 'a', { argv: ['cat'] });
     const spec: RunSpec = { argv: ['cat'], env: { A: '1' } };
     const pending = p.acquire('b', spec);
-    (spec as { argv: unknown[] }).argv = ['cat', 42];
+    (spec as unknown as { argv: unknown[] }).argv = ['cat', 42];
     (spec.env as Record<string, unknown>).A = 1;
     const session = await pending;
     leaks.track(session.pid);

@@ -110,6 +110,7 @@ describe('bad input to the pool is a clear, typed error', () => {
       code: 'INVALID_OPTION',
     });
     await expect(pool.acquire('k', 'true' as never)).rejects.toMatchObject({ code: 'INVALID_SPEC' });
+    // @ts-expect-error: an empty argv is a type error too; JavaScript callers get INVALID_ARGV.
     await expect(pool.acquire('k', { argv: [] })).rejects.toMatchObject({ code: 'INVALID_ARGV' });
     expect(pool.size).toBe(0);
   });

@@ -136,7 +136,7 @@ describe('acquire() waits that its signal ends', () => {
 
 describe('the default fingerprint', () => {
   it('tells a spec that removes a variable, or inherits none, from one that keeps them', async () => {
-    const argv = ['cat'];
+    const argv = ['cat'] as const;
     const kept = specFingerprint({ argv, env: { BAR: '1' } });
     expect(specFingerprint({ argv, env: { BAR: '1', FOO: undefined } })).not.toBe(kept);
     expect(specFingerprint({ argv, env: { BAR: '1' }, extendEnv: false })).not.toBe(kept);

@@ -105,7 +105,11 @@ describe('streaming output', () => {
     const chunks: string[] = [];
     const r = await sup.spawn({
       argv: [process.execPath, fixture('split-utf8.mjs')],
-      output: { onData: (t) => chunks.push(t) },
+      output: {
+        onData: (t) => {
+          chunks.push(t);
+        },
+      },
     }).result;
     expect(chunks.length).toBeGreaterThan(5); // really arrived in pieces
     expect(chunks.join('')).toBe('héllo wörld €uro 😀 end\n');
@@ -123,7 +127,12 @@ describe('streaming output', () => {
     const seen: string[] = [];
     const r = await sup.spawn({
       argv: ['sh', '-c', 'echo out; echo err >&2; echo more'],
-      output: { file, onData: (t, s) => seen.push(`${s}:${t}`) },
+      output: {
+        file,
+        onData: (t, s) => {
+          seen.push(`${s}:${t}`);
+        },
+      },
     }).result;
     expect(r.stdout.text).toBe('out\nmore\n');
     expect(r.stderr.text).toBe('err\n');
@@ -174,7 +183,11 @@ describe('streaming output', () => {
       argv: [fixture('trap-cleanup.sh'), dir],
       // Time for bash to set its TERM trap first, on a loaded machine too (termination.test.ts).
       timeoutMs: 2500,
-      output: { onData: (t) => seen.push(t) },
+      output: {
+        onData: (t) => {
+          seen.push(t);
+        },
+      },
     }).result;
     expect(seen.join('')).toContain('cleanup done');
     expect(r.stdout.text).toContain('cleanup done');

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { alive, makeTmp, waitFor } from './helpers/procs.js';
@@ -18,6 +18,8 @@ const skip = process.platform === 'win32' ? 'npm and the bin are .cmd shims, the
 describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let prefix = '';
   let bin = '';
+  /** The tarball's files, as `npm pack` lists them (paths from the package root). */
+  let packedFiles: string[] = [];
 
   /** Runs an ES module script written into the prefix (so it imports the installed package) with
    * a journal of its own; returns what it printed, parsed as JSON. */
@@ -44,7 +46,9 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
       ['pack', '--ignore-scripts', '--json', '--pack-destination', prefix],
       { cwd: ROOT },
     );
-    const tarball = join(prefix, JSON.parse(stdout)[0].filename);
+    const [packed] = JSON.parse(stdout);
+    packedFiles = packed.files.map((f: { path: string }) => f.path);
+    const tarball = join(prefix, packed.filename);
     writeFileSync(join(prefix, 'package.json'), '{ "private": true, "type": "module" }\n');
     await exec(
       'npm',
@@ -62,9 +66,61 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
     const installed = join(prefix, 'node_modules', 'procwarden');
     // An internal module tsc emits for the benches is not part of the package.
     expect(() => statSync(join(installed, 'dist', 'supervisor', 'supervisor.js'))).toThrow();
-    expect(statSync(join(installed, 'dist', 'supervisor', 'supervisor.d.ts')).isFile()).toBe(true);
+    // One declaration file per public entry, each standing alone: no internal module's types ship
+    // (a consumer with skipLibCheck: false checked them all, and failed in one).
+    const declarations = packedFiles.filter((f) => /\.d\.[cm]?ts$/.test(f)).sort();
+    expect(declarations).toEqual(['dist/cjs/tree-kill.d.cts', 'dist/index.d.ts', 'dist/tree-kill.d.ts']);
+    for (const file of declarations) {
+      // Without comments: the JSDoc names `import('procwarden')` in prose.
+      const text = readFileSync(join(installed, file), 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/^\s*\/\/.*$/gm, '');
+      const imported = [...text.matchAll(/(?:from|import\()\s*['"]([^'"]+)['"]/g)].map((m) => m[1]);
+      expect(
+        imported.filter((id) => !id?.startsWith('node:')),
+        file,
+      ).toEqual([]);
+    }
     // The CLI can be run directly, as the README's `timeout` link needs.
     expect(statSync(join(installed, 'dist', 'cli', 'main.js')).mode & 0o111).not.toBe(0);
+  });
+
+  it('carries the docs, and every relative link in README.md and docs/ resolves inside it', () => {
+    const docs = readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md'));
+    expect(docs.length).toBeGreaterThan(0);
+    for (const doc of docs) expect(packedFiles).toContain(`docs/${doc}`);
+    const dead: string[] = [];
+    for (const page of packedFiles.filter((f) => f.endsWith('.md'))) {
+      const text = readFileSync(join(ROOT, page), 'utf8');
+      // Inline links, whose text may wrap onto the next line, and reference definitions.
+      const targets = [
+        ...[...text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1] ?? ''),
+        ...[...text.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm)].map((m) => m[1] ?? ''),
+      ];
+      for (const target of targets) {
+        if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('#')) continue;
+        const path = decodeURIComponent(target.split('#')[0] ?? '');
+        const file = posix.normalize(posix.join(posix.dirname(page), path)).replace(/\/$/, '');
+        if (!packedFiles.includes(file)) dead.push(`${page}: ${target}`);
+      }
+    }
+    expect(dead).toEqual([]);
+  });
+
+  it('says where it comes from, and runs nothing when installed', () => {
+    const manifest = JSON.parse(
+      readFileSync(join(prefix, 'node_modules', 'procwarden', 'package.json'), 'utf8'),
+    );
+    expect(manifest.repository).toMatchObject({
+      url: expect.stringContaining('github.com/procwarden/procwarden'),
+    });
+    expect(manifest.bugs).toMatchObject({ url: expect.stringMatching(/\/issues$/) });
+    expect(manifest.homepage).toEqual(expect.stringContaining('github.com/procwarden/procwarden'));
+    // npm runs these on a consumer's install (prepare too, for a git dependency); npm 11 warned
+    // that procwarden had install scripts. The build is prepack's: it runs where a tarball is made.
+    const installTime = ['preinstall', 'install', 'postinstall', 'preprepare', 'prepare', 'postprepare'];
+    expect(Object.keys(manifest.scripts ?? {}).filter((name) => installTime.includes(name))).toEqual([]);
+    expect(manifest.scripts?.prepack).toBe('npm run build');
   });
 
   it('procwarden --version', async () => {
@@ -152,6 +208,112 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
       expect(checked).toBe('no errors');
     },
   );
+
+  // A consumer as strict as they come, type checking its libraries: before the rolled-up
+  // declarations, exactOptionalPropertyTypes with skipLibCheck: false failed in an internal
+  // module's .d.ts (TS2420 in tree/coalescing.d.ts). The main API is used as documented, and what
+  // the types refuse is checked too: each @ts-expect-error fails the compile if nothing is wrong.
+  it('tsc --strict --exactOptionalPropertyTypes, skipLibCheck false: a consumer of the main API compiles', async () => {
+    const dir = join(prefix, 'tsc-consumer');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'es2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          strict: true,
+          exactOptionalPropertyTypes: true,
+          noUncheckedIndexedAccess: true,
+          skipLibCheck: false,
+          noEmit: true,
+          // The package's types name NodeJS.Signals: a consumer has @types/node (ours, here).
+          typeRoots: [join(ROOT, 'node_modules', '@types')],
+          types: ['node'],
+        },
+        files: ['consumer.ts', 'require.cts'],
+      }),
+    );
+    writeFileSync(
+      join(dir, 'consumer.ts'),
+      [
+        'import {',
+        '  isProcwardenError, LiveSessionPool, type ProcwardenErrorCode, ProcwardenError, type RunResult,',
+        '  type RunSpec, run, Supervisor, terminateTree,',
+        "} from 'procwarden';",
+        "import treeKill, { type TreeKillCallback } from 'procwarden/tree-kill';",
+        '',
+        'const spec: RunSpec = {',
+        "  argv: ['sh', '-c', 'echo hi'],",
+        '  timeoutMs: 1000,',
+        '  graceMs: 500,',
+        "  killSignal: 'SIGINT',",
+        '  output: {',
+        '    maxBytes: 1024,',
+        '    onData: (text, stream) => {',
+        '      console.log(stream, text);',
+        '    },',
+        '    // A promise returned holds the stream until it settles.',
+        '    onBytes: async (chunk) => {',
+        '      await new Promise((resolve) => setTimeout(resolve, chunk.length));',
+        '    },',
+        '  },',
+        '};',
+        'const handle = run(spec);',
+        "handle.cancel('user asked', { signal: 'SIGTERM', ifIgnored: 'nothing' });",
+        'const result: RunResult = await handle.result;',
+        'const summary: [string, number | null, string | null, string, boolean, number] = [',
+        '  result.reason, result.exitCode, result.exitSignal, result.stdout.text, result.timedOut, result.tree.escaped,',
+        '];',
+        '',
+        'const sup = new Supervisor({ defaults: { graceMs: 1000, killSignal: 15 }, journal: false });',
+        "const other = sup.spawn({ argv: ['sleep', '1'], scope: 'jobs', containment: 'process-group' });",
+        'const pid: number | undefined = other.pid;',
+        "await sup.cancelScope('jobs');",
+        'await sup.shutdown({ graceMs: 100 });',
+        '',
+        'try {',
+        "  run({ argv: ['true'], timeoutMs: -1 });",
+        '} catch (error) {',
+        '  if (isProcwardenError(error)) {',
+        '    const code: ProcwardenErrorCode = error.code;',
+        '    console.log(code);',
+        '  }',
+        '  if (error instanceof ProcwardenError) console.log(error.message);',
+        '}',
+        'const report = await terminateTree(12345, { signal: 15, graceMs: 100, includeRoot: false });',
+        'const pool = new LiveSessionPool({ maxSessions: 2 });',
+        "const session = await pool.acquire('key', { argv: ['cat'], stdin: 'pipe' });",
+        'await pool.shutdown();',
+        'const done: TreeKillCallback = (error) => console.log(error?.message);',
+        "treeKill(12345, 'SIGTERM', done);",
+        'console.log(summary, pid, report.killed, session);',
+        '',
+        '// @ts-expect-error: argv names at least the command',
+        'run({ argv: [] });',
+        '// @ts-expect-error: a signal is a name Node knows, or a number',
+        "run({ argv: ['true'], killSignal: 'SIGNOPE' });",
+        '// @ts-expect-error: the test seams (process tables, launchers) are not public',
+        'new Supervisor({ table: {} });',
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(dir, 'require.cts'),
+      [
+        "import kill = require('procwarden/tree-kill');",
+        "kill(12345, 'SIGKILL', (error) => console.log(error));",
+        '',
+      ].join('\n'),
+    );
+    const checked = await exec(TSC, ['-p', dir], { cwd: dir }).then(
+      () => 'no errors',
+      (error: { stdout?: string }) => error.stdout ?? String(error),
+    );
+    expect(checked).toBe('no errors');
+  });
 
   // require() from CommonJS as Node runs it by default, and as the Node 20 and 22 releases without
   // require(esm) do (--no-experimental-require-module stands in for them): the function itself,

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TreeMembership } from '../src/containment/index.js';
-import { ProcwardenError, reap, Supervisor, terminateTree } from '../src/index.js';
+import { ProcwardenError, type RunSpec, reap, Supervisor, terminateTree } from '../src/index.js';
 import { Guard } from '../src/kill/index.js';
 import {
   type CommandRunner,
@@ -279,7 +279,7 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
   }
 
   /** `size` processes: a shell and its sleeping children. */
-  const flatTree = (size: number) => [
+  const flatTree = (size: number): RunSpec['argv'] => [
     'sh',
     '-c',
     `i=1; while [ $i -lt ${size} ]; do sleep 600 & i=$((i + 1)); done; wait`,

@@ -35,7 +35,11 @@ describe('exit status on a terminal', () => {
           argv: ['cat'],
           mode: 'pty',
           stdin: 'pipe',
-          output: { onData: (text) => (seen += text) },
+          output: {
+            onData: (text) => {
+              seen += text;
+            },
+          },
         }),
       );
       handle.stdin?.write('hello\n');
@@ -61,7 +65,11 @@ describe('late output on a terminal', () => {
         // The drain ends when the job closes the terminal: a wide bound costs nothing, and a
         // loaded machine may take a second to start the job's processes and write.
         drainMs: 30_000,
-        output: { onData: (chunk) => (text += chunk) },
+        output: {
+          onData: (chunk) => {
+            text += chunk;
+          },
+        },
       }),
     );
     await waitFor(() => readPids(dir).has('job'), { what: 'job.pid' });

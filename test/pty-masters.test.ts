@@ -38,7 +38,7 @@ function ourMasters(): number[] {
  * Lists the command's own descriptors (`N target`) and types into every PTY master among them, as
  * a hostile run would. bash: its `>&$n` takes descriptors above 9.
  */
-const INTRUDER = [
+const INTRUDER: RunSpec['argv'] = [
   'bash',
   '-c',
   'echo "pid $$"; for f in /proc/$$/fd/*; do n=$(basename "$f"); t=$(readlink "$f"); echo "fd $n $t";' +
@@ -66,7 +66,11 @@ async function openVictim(): Promise<{ handle: RunHandle; output: () => string }
     mode: 'pty',
     stdin: 'pipe',
     timeoutMs: 20_000,
-    output: { onData: (text) => (output += text) },
+    output: {
+      onData: (text) => {
+        output += text;
+      },
+    },
   });
   leaks.track(handle.pid);
   await waitFor(() => output.includes('ready'), { what: "the PTY run's prompt" });
@@ -227,7 +231,11 @@ function bashVariableNames(): string[] {
 const CONTAINMENTS =
   cgroupSkip === null ? (['process-group', 'cgroup'] as const) : (['process-group'] as const);
 
-const PRINT_ENV = ['/usr/bin/python3', '-c', 'import os,json;print(json.dumps(dict(os.environ)))'];
+const PRINT_ENV: RunSpec['argv'] = [
+  '/usr/bin/python3',
+  '-c',
+  'import os,json;print(json.dumps(dict(os.environ)))',
+];
 
 /** What a PTY run printed: its environment (without the run's cookie) and any other line. */
 async function ptyRun(
@@ -318,7 +326,7 @@ describe.skipIf(process.platform !== 'linux')(
     });
 
     it("writes nothing of bash's into the run's terminal (a locale that is not installed)", async () => {
-      const spec = { argv: ['/bin/echo', 'hi'], env: { LC_ALL: 'xx_YY.UTF-8' } };
+      const spec: Omit<RunSpec, 'mode'> = { argv: ['/bin/echo', 'hi'], env: { LC_ALL: 'xx_YY.UTF-8' } };
       for (const { alone, closing } of await aloneThenClosing([spec])) {
         expect(alone?.text).toBe('hi\r\n');
         expect(closing?.text).toBe('hi\r\n');
@@ -331,11 +339,13 @@ describe.skipIf(process.platform !== 'linux')(
         const file = join(dir, 'no-interpreter');
         writeFileSync(file, 'echo "bash [$BASH_VERSION]"\n');
         chmodSync(file, 0o755);
-        const specs = [{ PATH: '/usr/bin:/bin', SHLVL: '1' }, { SHLVL: '1' }].map((env) => ({
-          argv: [file],
-          env,
-          extendEnv: false,
-        }));
+        const specs = [{ PATH: '/usr/bin:/bin', SHLVL: '1' }, { SHLVL: '1' }].map(
+          (env): Omit<RunSpec, 'mode'> => ({
+            argv: [file],
+            env,
+            extendEnv: false,
+          }),
+        );
         for (const { alone, closing } of await aloneThenClosing(specs)) {
           expect(alone?.text).toBe('bash []\r\n'); // execvp ran it with /bin/sh (dash here)
           expect(closing?.text).toBe(alone?.text);
@@ -355,7 +365,7 @@ describe.skipIf(process.platform !== 'linux')(
         // No SHLVL, as under cron or systemd: the closing shell needs env(1) to leave it unset.
         const env = { PATH: `${dir}:/usr/bin:/bin` };
         for (const containment of CONTAINMENTS)
-          for (const argv of [[file], ['a=b']]) {
+          for (const argv of [[file], ['a=b']] as const) {
             const fds = await descriptorsOf({ argv, mode: 'pty', env, extendEnv: false, containment });
             expect({ containment, argv, others: ptmxIn(fds) }).toEqual({ containment, argv, others: [] });
           }

@@ -26,7 +26,11 @@ function startPty(argv: string[], extra: Partial<RunSpec> = {}): Started {
   const handle = sup.spawn({
     argv: file.endsWith('.sh') ? [fixture(file), dir, ...rest] : [file, ...rest],
     mode: 'pty',
-    output: { onData: (text, stream) => chunks.push([text, stream]) },
+    output: {
+      onData: (text, stream) => {
+        chunks.push([text, stream]);
+      },
+    },
     ...extra,
   });
   leaks.track(handle.pid);

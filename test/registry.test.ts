@@ -180,7 +180,11 @@ describe('scopes', () => {
       sup.spawn({
         argv: [fixture('trap-cleanup.sh'), dir],
         scope: 'conversation-1',
-        output: { onData: (t) => t.includes('ready') && ready++ },
+        output: {
+          onData: (t) => {
+            if (t.includes('ready')) ready++;
+          },
+        },
       }),
     );
     const other = sup.spawn({ argv: ['sleep', '300'], scope: 'conversation-2' });
@@ -238,7 +242,11 @@ describe('scopes', () => {
     const old = sup.spawn({
       argv: [fixture('trap-cleanup.sh'), dir],
       scope: 'x',
-      output: { onData: (t) => (ready ||= t.includes('ready')) },
+      output: {
+        onData: (t) => {
+          ready ||= t.includes('ready');
+        },
+      },
     });
     leaks.track(old.pid);
     await waitFor(() => ready);
@@ -255,7 +263,11 @@ describe('scopes', () => {
     const old2 = sup.spawn({
       argv: [fixture('trap-cleanup.sh'), dir],
       scope: 'x',
-      output: { onData: (t) => (ready ||= t.includes('ready')) },
+      output: {
+        onData: (t) => {
+          ready ||= t.includes('ready');
+        },
+      },
     });
     leaks.track(old2.pid);
     await waitFor(() => ready);

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Supervisor } from '../src/index.js';
+import { type RunSpec, Supervisor } from '../src/index.js';
 import { LeakGuard, makeTmp, waitFor } from './helpers/procs.js';
 
 const sup = new Supervisor({ watchdog: false });
@@ -12,7 +12,7 @@ leaks.trackCookie(sup.id);
 afterEach(() => leaks.check());
 
 /** Writes 200 lines, then says goodbye on SIGTERM after a moment. */
-const OLD = [
+const OLD: RunSpec['argv'] = [
   'sh',
   '-c',
   'trap "sleep 0.2; echo old-goodbye; exit 0" TERM; seq 1 200; echo ready; while :; do sleep 0.05; done',

@@ -21,7 +21,11 @@ describe('shutdown', () => {
       i % 20 === 0
         ? sup.spawn({
             argv: ['/bin/sh', '-c', 'trap "" TERM; echo ready; while :; do sleep 0.2; done'],
-            output: { onData: (t) => t.includes('ready') && ready++ },
+            output: {
+              onData: (t) => {
+                if (t.includes('ready')) ready++;
+              },
+            },
             graceMs: 60_000,
           })
         : sup.spawn({ argv: ['sleep', '300'] }),

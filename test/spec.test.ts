@@ -64,7 +64,8 @@ describe('bad specs throw a typed error before anything starts', () => {
   });
 
   it('messages say what to do', () => {
-    expect(() => sup.spawn({ argv: ['true'], killSignal: 'SIGNOPE' })).toThrow(/SIGTERM/);
+    expect(() => sup.spawn({ argv: ['true'], killSignal: 'SIGNOPE' as NodeJS.Signals })).toThrow(/SIGTERM/);
+    // @ts-expect-error: an empty argv is a type error too; JavaScript callers get the message.
     expect(() => sup.spawn({ argv: [] })).toThrow(/non-empty array/);
     expect(() => sup.spawn({ argv: ['true'], output: { maxbytes: 5 } as never })).toThrow(
       'unknown output field "maxbytes"; check its spelling (output takes maxBytes, onData, onBytes, file, inherit).',
@@ -72,7 +73,8 @@ describe('bad specs throw a typed error before anything starts', () => {
   });
 
   it('signals are accepted by name, short name or number', async () => {
-    for (const killSignal of ['SIGINT', 'INT', 'int', '2']) {
+    // The type takes a name or a number; at run time short names and numeric strings pass too.
+    for (const killSignal of ['SIGINT', 'INT', 'int', '2', 2] as (NodeJS.Signals | number)[]) {
       const r = await sup.spawn({ argv: ['true'], killSignal }).result;
       expect(r.reason).toBe('exit');
     }
@@ -135,7 +137,7 @@ describe('spawn errors are results, never throws or rejections', () => {
     const file = join(dir, 'pw-no-interpreter');
     writeFileSync(file, '#!/nonexistent/interpreter\necho hi\n');
     chmodSync(file, 0o755);
-    for (const argv of [[file], ['pw-no-interpreter']]) {
+    for (const argv of [[file], ['pw-no-interpreter']] as const) {
       const r = await sup.spawn({ argv, containment: 'process-group', env: { PATH: `/usr/bin:${dir}` } })
         .result;
       expect(r.reason).toBe('spawn-error');

@@ -83,7 +83,7 @@ describe('terminateTree on trees procwarden did not start', () => {
   it('continues a stopped tree so that it can act on the signal', async () => {
     const { pid, dir } = await startTree('stopped.sh');
     await waitFor(() => new ProcfsTable().getSync(pid)?.state === 'T');
-    const report = await terminateTree(pid, { graceMs: 3000, signal: 'term' });
+    const report = await terminateTree(pid, { graceMs: 3000, signal: 'term' as NodeJS.Signals });
     expect(report.escalated).toBe(false);
     expect(exists(join(dir, 'term.done'))).toBe(true);
   });
@@ -196,7 +196,7 @@ describe('terminateTree refuses bad targets with a typed error, signalling nothi
     leaks.track(sleeper.pid);
     const pid = sleeper.pid ?? 0;
     expect(await codeOf(terminateTree(pid, { graceMs: -1 }))).toBe('INVALID_DURATION');
-    expect(await codeOf(terminateTree(pid, { signal: 'SIGNOPE' }))).toBe('INVALID_SIGNAL');
+    expect(await codeOf(terminateTree(pid, { signal: 'SIGNOPE' as NodeJS.Signals }))).toBe('INVALID_SIGNAL');
     expect(await codeOf(terminateTree(pid, { includeRoot: 'no' as unknown as boolean }))).toBe(
       'INVALID_OPTION',
     );

@@ -31,7 +31,11 @@ describe.each(MODES)('containment %s', (containment) => {
     let out = '';
     const handle = sup.spawn({
       argv: [fixture(script), dir, ...args],
-      output: { onData: (t) => (out += t) },
+      output: {
+        onData: (t) => {
+          out += t;
+        },
+      },
       ...extra,
     });
     leaks.track(handle.pid);
@@ -87,7 +91,11 @@ describe.each(MODES)('containment %s', (containment) => {
           'trap "" HUP; sleep 300 & echo $! > "$0/job.pid"; echo $$ > "$0/main.pid"; echo ready; wait';
         const handle = sup.spawn({
           argv: ['sh', '-c', script, dir],
-          output: { onData: (t) => (out += t) },
+          output: {
+            onData: (t) => {
+              out += t;
+            },
+          },
           graceMs: 20_000,
         });
         leaks.track(handle.pid);
@@ -119,7 +127,11 @@ describe.each(MODES)('containment %s', (containment) => {
         'trap "sleep 1000 & echo late=\\$!; sleep 0.6; exit 0" TERM; echo ready; while :; do sleep 0.05; done';
       const handle = sup.spawn({
         argv: ['sh', '-c', script],
-        output: { onData: (t) => (out += t) },
+        output: {
+          onData: (t) => {
+            out += t;
+          },
+        },
         graceMs: 20_000,
       });
       leaks.track(handle.pid);
@@ -445,7 +457,11 @@ describe('kill() reads the tree before its first signal', () => {
       const handle = sup.spawn({
         argv: [fixture('envi-child.sh'), dir],
         containment,
-        output: { onData: (t) => (out += t) },
+        output: {
+          onData: (t) => {
+            out += t;
+          },
+        },
       });
       leaks.track(handle.pid);
       await waitFor(() => out.includes('ready'), { what: 'envi-child ready' });
@@ -483,7 +499,11 @@ describe('members signalled one by one', () => {
     const handle = sup.spawn({
       argv: ['sh', '-c', `sh -c 'sh -c "echo ready; sleep 30"; touch ${after}.2'; touch ${after}.1`],
       containment: 'none',
-      output: { onData: (t) => (out += t) },
+      output: {
+        onData: (t) => {
+          out += t;
+        },
+      },
     });
     const root = handle.pid ?? 0;
     leaks.track(root);
@@ -551,7 +571,11 @@ describe('members signalled one by one', () => {
       const handle = sup.spawn({
         argv: ['sh', '-c', `sleep 30 & echo "ready $!"; wait; touch ${join(dir, 'went-on')}`],
         containment: 'cgroup',
-        output: { onData: (t) => (out += t) },
+        output: {
+          onData: (t) => {
+            out += t;
+          },
+        },
       });
       leaks.track(handle.pid);
       const worker = await waitFor(() => Number(/ready (\d+)/.exec(out)?.[1]) || undefined, {

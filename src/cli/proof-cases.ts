@@ -58,11 +58,18 @@ export interface ProofCase {
   run(ctx: CaseContext): Promise<Outcome>;
 }
 
-const sh = (ctx: CaseContext, name: string): string[] => ['/bin/sh', ctx.script(name), ctx.dir];
+const sh = (ctx: CaseContext, name: string): RunSpec['argv'] => ['/bin/sh', ctx.script(name), ctx.dir];
 
 function start(ctx: CaseContext, spec: Omit<RunSpec, 'output'>): { handle: RunHandle; output: () => string } {
   let out = '';
-  const handle = ctx.sup.spawn({ ...spec, output: { onData: (text) => (out += text) } });
+  const handle = ctx.sup.spawn({
+    ...spec,
+    output: {
+      onData: (text) => {
+        out += text;
+      },
+    },
+  });
   return { handle, output: () => out };
 }
 

@@ -134,7 +134,8 @@ export async function runCommand(args: string[]): Promise<number> {
     writeNow(1, RUN_HELP);
     return 0;
   }
-  if (rest.length === 0) {
+  const [command, ...commandArgs] = rest;
+  if (command === undefined) {
     throw new UsageError('missing COMMAND; e.g. procwarden run --timeout 30s -- npm test', EXIT_FAILED);
   }
   const containment = values.containment ?? 'auto';
@@ -168,7 +169,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const env = parseEnv(values.env);
   const terminal = values.pty ? connectPty(env) : null;
   const spec: RunSpec = {
-    argv: rest,
+    argv: [command, ...commandArgs],
     mode: values.pty ? 'pty' : 'child',
     cwd: values.cwd,
     env,

@@ -131,8 +131,9 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   if ('exit' in read) return read.exit;
   const { timeoutSignal, killAfterMs } = read;
   // Then the operands: too few is the hint alone (timeout(1) names nothing missing).
-  const [durationText, ...argv] = rest;
-  if (durationText === undefined || argv.length === 0) throw new UsageError('', EXIT_FAILED);
+  const [durationText, command, ...commandArgs] = rest;
+  if (durationText === undefined || command === undefined) throw new UsageError('', EXIT_FAILED);
+  const argv: readonly [string, ...string[]] = [command, ...commandArgs];
   const timeoutMs = duration(durationText);
   const foreground = values.foreground === true;
   // timeout(1) tries to exec it, and says so as for any name that is not found.

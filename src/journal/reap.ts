@@ -33,9 +33,14 @@ export interface ReapOptions {
   deadHost?: { pid: number; start: string | null };
   /** Grace for every orphaned tree; default: the grace each run was started with. */
   graceMs?: number;
-  /** Seams for tests and other platforms. */
+  /**
+   * Seams for tests and other platforms: not in the published types (their types are internal).
+   * @internal
+   */
   table?: ProcessTable;
+  /** @internal */
   send?: SendSignal;
+  /** What the grace is timed by; default the real clock. */
   clock?: Clock;
 }
 

@@ -24,13 +24,18 @@ import { WindowsTreeTarget } from './windows-target.js';
 export interface TerminateTreeOptions {
   /** Default 5000. */
   graceMs?: number;
-  /** The graceful signal; default SIGTERM. */
-  signal?: string;
+  /** The graceful signal, a name or a number; default SIGTERM. */
+  signal?: NodeJS.Signals | number;
   /** Signal `pid` itself too (default true); false ends only its descendants. */
   includeRoot?: boolean;
-  /** Seams for tests and other platforms. */
+  /**
+   * Seams for tests and other platforms: not in the published types (their types are internal).
+   * @internal
+   */
   table?: ProcessTable;
+  /** @internal */
   send?: SendSignal;
+  /** What the grace is timed by; default the real clock. */
   clock?: Clock;
 }
 

@@ -98,6 +98,13 @@ export class Supervisor {
   private closing: Promise<RunResult[]> | undefined;
   private counter = 0;
 
+  constructor(options?: SupervisorOptions);
+  /**
+   * With the seams (tests, the benches). Stripped from the published types: the one above is the
+   * public API, and these seams' types (process tables, launchers, guards) are internal.
+   * @internal
+   */
+  constructor(options?: SupervisorOptions & SupervisorInternals);
   constructor(options: SupervisorOptions & SupervisorInternals = {}) {
     checkSupervisorOptions(options);
     this.clock = options.clock ?? realClock;
