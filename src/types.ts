@@ -17,6 +17,15 @@ export type RunReason =
 
 export type RunState = 'starting' | 'running' | 'stopping' | 'exited';
 
+/**
+ * A stream's consumer: returns nothing, or a promise that holds the stream until it settles. Two
+ * signatures rather than one returning `void | Promise<void>`, so that an arrow with an expression
+ * body (`(t) => (out += t)`, whose value is ignored) still type-checks.
+ */
+export type Consumer<T> =
+  | ((chunk: T, stream: StreamName) => void)
+  | ((chunk: T, stream: StreamName) => Promise<void>);
+
 export interface OutputOptions {
   /** Bytes captured per stream; head and tail are kept beyond it. Default 1 MiB. 0 captures nothing. */
   maxBytes?: number;
@@ -24,7 +33,7 @@ export interface OutputOptions {
    * Every decoded chunk, as it arrives. UTF-8 sequences split across chunks decode whole.
    * Returning a promise (an async function) applies backpressure, as for onBytes.
    */
-  onData?: (text: string, stream: StreamName) => void | Promise<void>;
+  onData?: Consumer<string>;
   /**
    * A path that receives every byte of stdout and stderr (appended in arrival order), written
    * asynchronously: a slow or stalled reader (a FIFO, a pipe) pauses the command, never the host.
@@ -38,7 +47,7 @@ export interface OutputOptions {
    * noted in the result and reading resumes. The chunk is shared with the capture, the file sink
    * and the run's log: copy it to keep it, never change it.
    */
-  onBytes?: (chunk: Uint8Array, stream: StreamName) => void | Promise<void>;
+  onBytes?: Consumer<Uint8Array>;
   /**
    * Give the command the caller's own stdout and stderr instead of pipes (it sees a TTY if the
    * caller has one). Nothing is captured or streamed then, and noOutputTimeoutMs is not available.
