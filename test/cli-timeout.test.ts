@@ -43,6 +43,30 @@ async function coreutils(args: string[]) {
   return { status, stderr: stderr.replaceAll(`${COREUTILS}:`, 'timeout:') };
 }
 
+/**
+ * Each case through procwarden and coreutils side by side, a few cases at a time: the cases are
+ * independent processes, and each mostly waits (a timer, a start-up). Results in the cases' order.
+ */
+async function bothWays(list: string[][]) {
+  const out: Array<{
+    args: string[];
+    ours: Awaited<ReturnType<typeof timeout>>;
+    theirs: Awaited<ReturnType<typeof coreutils>>;
+  }> = [];
+  for (let i = 0; i < list.length; i += 4) {
+    const batch = list.slice(i, i + 4);
+    out.push(
+      ...(await Promise.all(
+        batch.map(async (args) => {
+          const [ours, theirs] = await Promise.all([timeout(args), coreutils(args)]);
+          return { args, ours, theirs };
+        }),
+      )),
+    );
+  }
+  return out;
+}
+
 /** Our stderr as coreutils would print it, for comparison. */
 const asCoreutils = (stderr: string) =>
   stderr
@@ -143,7 +167,7 @@ describe('procwarden timeout: as timeout(1) documents it', () => {
   });
 
   it.skipIf(!hasCoreutils)('-v lines are the ones coreutils prints (compared live)', async () => {
-    for (const args of [
+    const compared = await bothWays([
       ['-v', '0.2', 'sleep', '30'],
       ['-v', '-s', 'HUP', '0.2', 'sleep', '30'],
       ['-v', '-s', '9', '0.2', 'sleep', '30'],
@@ -154,9 +178,8 @@ describe('procwarden timeout: as timeout(1) documents it', () => {
       ['-v', '-s', '137', '0.2', 'sleep', '30'],
       ['-v', '-s', '143', '0.2', 'sleep', '30'],
       ['-v', '-s', 'CLD', '-k', '0.3', '0.2', 'sleep', '30'],
-    ]) {
-      const ours = await timeout(args);
-      const theirs = await coreutils(args);
+    ]);
+    for (const { ours, theirs } of compared) {
       expect({ status: ours.status, stderr: asCoreutils(ours.stderr) }).toEqual(theirs);
     }
   });
@@ -437,7 +460,7 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
   it.skipIf(!hasCoreutils)(
     'options are read in order: what comes before a refused word wins, as in getopt (compared live)',
     async () => {
-      for (const args of [
+      const compared = await bothWays([
         ['--help', '--bogus'],
         ['--version', '--bogus'],
         ['--help', '-k'],
@@ -446,9 +469,8 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
         ['-k', '1e', '--bogus', '1', 'true'],
         ['--bogus', '--help'],
         ['-k', '1', '--bogus', '1', 'true'],
-      ]) {
-        const ours = await timeout(args);
-        const theirs = await coreutils(args);
+      ]);
+      for (const { args, ours, theirs } of compared) {
         expect({ args, status: ours.status, stderr: asCoreutils(ours.stderr).split('\n')[0] }).toEqual({
           args,
           status: theirs.status,
@@ -459,9 +481,7 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
   );
 
   it.skipIf(!hasCoreutils)('statuses and first lines match coreutils (compared live)', async () => {
-    for (const [, args] of cases) {
-      const ours = await timeout(args);
-      const theirs = await coreutils(args);
+    for (const { ours, theirs } of await bothWays(cases.map(([, args]) => args))) {
       expect(ours.status).toBe(theirs.status);
       expect(asCoreutils(ours.stderr).split('\n')[0]).toBe(theirs.stderr.split('\n')[0]);
     }
@@ -833,7 +853,7 @@ describe("procwarden timeout: the cases coreutils' own tests check", () => {
   it.skipIf(!hasCoreutils)(
     'durations and option prefixes: statuses match coreutils (compared live)',
     async () => {
-      for (const args of [
+      const compared = await bothWays([
         ['0x10', 'true'],
         ['0x1p-3', 'sleep', '10'],
         ['+.2', 'sleep', '10'],
@@ -844,9 +864,8 @@ describe("procwarden timeout: the cases coreutils' own tests check", () => {
         ['--pres', '.1', 'sleep', '10'],
         ['--sig=INT', '.1', 'sleep', '10'],
         ['--ver=x', '1', 'true'],
-      ]) {
-        const ours = await timeout(args);
-        const theirs = await coreutils(args);
+      ]);
+      for (const { args, ours, theirs } of compared) {
         expect({ args, status: ours.status, line: asCoreutils(ours.stderr).split('\n')[0] }).toEqual({
           args,
           status: theirs.status,
