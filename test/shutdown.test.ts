@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -89,7 +88,8 @@ describe('shutdown', () => {
     host.child.kill(signal);
     const exited = await host.exited;
     // Its last lines may still be in the pipes when its exit is heard.
-    await Promise.race([once(host.child, 'close'), new Promise((r) => setTimeout(r, 5000))]);
+    // (A `once(child, 'close')` made here missed a close that came first, and waited out 5 s.)
+    await Promise.race([host.closed, new Promise((r) => setTimeout(r, 5000))]);
     // The busy supervisor's run finished its cleanup: the idle one did not end the process first.
     expect(existsSync(join(dir, 'cleanup.done'))).toBe(true);
     expect(alive(pid)).toBe(false);

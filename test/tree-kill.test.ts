@@ -67,13 +67,16 @@ describe('procwarden/tree-kill: tree-kill’s call, procwarden’s sequence', ()
   });
 
   it('signals by name, short name or number, as tree-kill passes them to process.kill', async () => {
-    for (const signal of ['SIGINT', 'TERM', 15, '', false]) {
-      const { pid, pids } = await startTree('parent-exits.sh');
-      const { error } = await callTreeKill(pid, signal as string);
-      expect(error).toBeUndefined();
-      // Signals that ask a process to end (a falsy one is SIGTERM, as for process.kill): extinct.
-      for (const p of pids) expect(alive(p)).toBe(false);
-    }
+    // A tree of its own for each, all at once.
+    await Promise.all(
+      ['SIGINT', 'TERM', 15, '', false].map(async (signal) => {
+        const { pid, pids } = await startTree('parent-exits.sh');
+        const { error } = await callTreeKill(pid, signal as string);
+        expect(error).toBeUndefined();
+        // Signals that ask a process to end (a falsy one is SIGTERM, as for process.kill): extinct.
+        for (const p of pids) expect(alive(p)).toBe(false);
+      }),
+    );
   });
 
   it('a signal that does not ask to end (SIGUSR2 to reload, SIGHUP, SIGSTOP, SIGCONT) is delivered once, and the tree lives on', async () => {

@@ -9,6 +9,8 @@ export interface Host {
   /** Resolves with the rest of the first line starting with `prefix `. */
   line(prefix: string, timeoutMs?: number): Promise<string>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves once its pipes closed too (its last lines read): made at the start, so never missed. */
+  closed: Promise<void>;
   /** What it wrote to stderr so far (also passed on to ours). */
   stderr(): string;
 }
@@ -35,10 +37,12 @@ export function startHost(script: string, args: string[], env: Record<string, st
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   return {
     child,
     lines,
     exited,
+    closed,
     stderr: () => stderr,
     line: (prefix, timeoutMs = 20_000) =>
       waitFor(() => lines.find((l) => l.startsWith(`${prefix} `))?.slice(prefix.length + 1), {
