@@ -2,9 +2,10 @@
 // Quiet: rolldown's CLI lists every chunk it writes (about 40 lines a build, burying what matters);
 // here only what rolldown reports as a warning or an error is printed, and tsc's errors.
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { rolldown } from 'rolldown';
 
 const root = join(import.meta.dirname, '..');
@@ -27,4 +28,24 @@ for (const { output, ...input } of configs) {
   } finally {
     await build.close();
   }
+}
+
+// A name the rolled-up declarations export as a value must be one the module exports at run time:
+// rolldown-plugin-dts drops the `type` of `export type { LiveSession }`, and a consumer's
+// `instanceof LiveSession` then compiled and failed to load. What the JS lacks is re-marked `type`.
+for (const entry of ['index', 'tree-kill']) {
+  const file = join('dist', `${entry}.d.ts`);
+  const runtime = new Set(Object.keys(await import(pathToFileURL(join(root, 'dist', `${entry}.js`)).href)));
+  const text = readFileSync(file, 'utf8');
+  const fixed = text.replace(/^export \{([^}]*)\};$/m, (_, list) => {
+    const names = list
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean);
+    const marked = names.map((n) =>
+      n.startsWith('type ') || runtime.has(n.split(/\s+as\s+/).pop()) ? n : `type ${n}`,
+    );
+    return `export { ${marked.join(', ')} };`;
+  });
+  writeFileSync(file, fixed);
 }

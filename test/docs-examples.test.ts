@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -231,6 +231,43 @@ describe('documentation examples', () => {
       'docs/containment.md',
     );
   });
+
+  // Run, an example proves its code; compiled against the published declarations as a strict
+  // consumer compiles it, it proves its types too (an `argv` built as a string[] ran and did not
+  // compile).
+  it('every ts example type-checks against the published declarations, strict', () => {
+    const dir = join(OUT, 'types');
+    mkdirSync(dir, { recursive: true });
+    const examples = all.filter((b) => b.lang === 'ts');
+    for (const ex of examples)
+      writeFileSync(join(dir, `${ex.page.replace(/[/.]/g, '_')}-${ex.line}.mts`), ex.code);
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          exactOptionalPropertyTypes: true,
+          noUncheckedIndexedAccess: true,
+          skipLibCheck: false,
+          module: 'nodenext',
+          target: 'es2022',
+          types: ['node'],
+          typeRoots: [join(ROOT, 'node_modules', '@types')],
+          noEmit: true,
+        },
+        include: ['*.mts'],
+      }),
+    );
+    const tsc = spawnSync(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(examples.length).toBeGreaterThan(5);
+  }, 60_000);
 
   for (const ex of runnable.filter((b) => b.lang === 'ts')) {
     it(`${ex.page}:${ex.line} runs`, async () => {

@@ -143,6 +143,27 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
     expect(printed).toEqual({ reason: 'exit', out: 'hello from the tarball\n', treeKill: 'function' });
   });
 
+  it('every name its declarations export as a value, the module exports at run time', async () => {
+    const declared = (entry: string) => {
+      const text = readFileSync(join(prefix, 'node_modules', 'procwarden', 'dist', `${entry}.d.ts`), 'utf8');
+      const list = /^export \{([^}]*)\};$/m.exec(text)?.[1] ?? '';
+      return list
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n !== '' && !n.startsWith('type '))
+        .map((n) => n.split(/\s+as\s+/).pop() as string)
+        .sort();
+    };
+    const printed = await runScript('exports.mjs', [
+      "const main = Object.keys(await import('procwarden'));",
+      "const treeKill = Object.keys(await import('procwarden/tree-kill'));",
+      'console.log(JSON.stringify({ main, treeKill }));',
+    ]);
+    for (const name of declared('index')) expect(printed.main).toContain(name);
+    for (const name of declared('tree-kill')) expect(printed.treeKill).toContain(name);
+    expect(declared('index')).not.toContain('LiveSession');
+  });
+
   it("require('procwarden/tree-kill') is the function, as require('tree-kill') is; require('procwarden') has the API", async () => {
     const printed = await runScript('use.cjs', [
       "const kill = require('procwarden/tree-kill');",
@@ -297,6 +318,8 @@ describe.skipIf(skip !== null)(`the packed tarball, installed${skip ? ` (skipped
         "run({ argv: ['true'], killSignal: 'SIGNOPE' });",
         '// @ts-expect-error: the test seams (process tables, launchers) are not public',
         'new Supervisor({ table: {} });',
+        '// @ts-expect-error: LiveSession is a type only; the module exports no such value',
+        "console.log(session instanceof (await import('procwarden')).LiveSession);",
         '',
       ].join('\n'),
     );
