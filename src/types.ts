@@ -79,6 +79,15 @@ export interface RunSpec {
    * passes what it has open: a make jobserver's pipe, a lock held with `flock 9`. Not with mode 'pty'.
    */
   inheritFds?: readonly number[];
+  /**
+   * Start the command in this process's own process group (and session) instead of a new one, as
+   * a shell starts the commands of one job together: a terminal's job control then applies to the
+   * command with this process (Ctrl-Z stops both, `fg`/`bg` continue both, a read from the
+   * background is stopped by SIGTTIN). That group is this process's, so it is never signalled: the
+   * tree is signalled by pid (containment 'process-group' becomes 'none'; a cgroup still holds it).
+   * Default false. Not with mode 'pty', whose terminal is the command's own.
+   */
+  inheritGroup?: boolean;
   timeoutMs?: number;
   noOutputTimeoutMs?: number;
   graceMs?: number;

@@ -1,5 +1,5 @@
-import { fstatSync, readFileSync } from 'node:fs';
-import { childProcess } from '../lazy-builtins.js';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { childProcess, tty } from '../lazy-builtins.js';
 import { spawnSealed } from '../spawn/pty-masters.js';
 
 /**
@@ -31,4 +31,33 @@ export function inForeground(): boolean {
   );
   const [tpgid, pgid] = (ps.stdout ?? '').trim().split(/\s+/).map(Number);
   return ps.status !== 0 || !tpgid || tpgid === pgid;
+}
+
+/**
+ * Whether our stdin, stdout or stderr is our controlling terminal: procwarden then runs as (part of)
+ * a shell's job on it, and the terminal's job control (Ctrl-Z, `fg`, `bg`, SIGTTIN for a read from
+ * the background) must reach the command with us, as it reaches the command of GNU timeout. Linux
+ * tells the terminal's number in /proc; elsewhere a terminal on one of them and a /dev/tty that
+ * opens (it does only for a process with a controlling terminal) stand for it.
+ */
+export function onControllingTerminal(): boolean {
+  if (process.platform === 'win32') return false;
+  const fds = [0, 1, 2].filter((fd) => tty().isatty(fd));
+  if (fds.length === 0) return false;
+  if (process.platform === 'linux') {
+    try {
+      const stat = readFileSync('/proc/self/stat', 'utf8');
+      // After the command name: state ppid pgrp session tty_nr.
+      const ttyNr = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[4]);
+      return ttyNr !== 0 && fds.some((fd) => fstatSync(fd).rdev === ttyNr);
+    } catch {
+      return false;
+    }
+  }
+  try {
+    closeSync(openSync('/dev/tty', 'r'));
+    return true;
+  } catch {
+    return false;
+  }
 }

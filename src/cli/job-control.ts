@@ -75,3 +75,41 @@ export function onJobControl(held: boolean, terminal: TerminalHold): () => void 
     process.off('SIGCONT', reclaim);
   };
 }
+
+/**
+ * With the command in our process group (on our controlling terminal, see onControllingTerminal),
+ * its read from the terminal while the job is in the background sends SIGTTIN to the whole group,
+ * us included: the command stops, and procwarden must not, to go on timing and supervising it
+ * (GNU timeout ignores SIGTTIN for the same reason). A listener stands for the SIG_IGN Node cannot
+ * set. Only SIGTTIN: procwarden never reads that terminal itself (a caught SIGTTIN would make the
+ * kernel retry such a read forever), while it does write to it, where a caught SIGTTOU would do the
+ * same under `stty tostop`; SIGTTOU stops us with the command.
+ *
+ * A shell's `fg` sends no SIGCONT to a job it sees running (we are): once our group is the
+ * terminal's foreground one again, `continueJob` continues what the read stopped, so the command
+ * reads its terminal again (GNU timeout leaves it stopped until its time runs out).
+ */
+export function keepRunningWhileTheJobReads(continueJob: () => void): () => void {
+  if (process.platform === 'win32') return () => {};
+  let watching: ReturnType<typeof setInterval> | undefined;
+  const stopWatching = () => {
+    clearInterval(watching);
+    watching = undefined;
+  };
+  const look = () => {
+    if (!inForeground()) return;
+    stopWatching();
+    continueJob();
+  };
+  const stoppedReading = () => {
+    if (watching) return;
+    watching = setInterval(look, FOREGROUND_LOOK_MS);
+    // The run, not this look, is what keeps procwarden alive.
+    watching.unref();
+  };
+  process.on('SIGTTIN', stoppedReading);
+  return () => {
+    process.off('SIGTTIN', stoppedReading);
+    stopWatching();
+  };
+}

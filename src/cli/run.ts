@@ -1,5 +1,6 @@
 import { closeSync, openSync } from 'node:fs';
 import { isProcwardenError } from '../errors.js';
+import { signalTree } from '../kill/index.js';
 import { tty } from '../lazy-builtins.js';
 import { normalizeSignal, parseDuration } from '../options/index.js';
 import { type TerminalOut, type TerminalOuts, terminalOuts } from '../output/terminal-out.js';
@@ -9,8 +10,10 @@ import { parseOptions, splitAtCommand, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
 import { EXIT_FAILED } from './exit-codes.js';
 import { runStatus } from './exit-status.js';
+import { onControllingTerminal } from './foreground.js';
 import { RUN_HELP } from './help.js';
 import { inheritedFds } from './inherited-fds.js';
+import { keepRunningWhileTheJobReads } from './job-control.js';
 import { connectPty } from './pty-terminal.js';
 import { onStopSignals, TERMINAL_SIGNALS } from './signals.js';
 import { stopLine } from './stop-line.js';
@@ -168,6 +171,7 @@ export async function runCommand(args: string[]): Promise<number> {
   let writeFailed = null as NodeJS.ErrnoException | null;
   const env = parseEnv(values.env);
   const terminal = values.pty ? connectPty(env) : null;
+  const inheritGroup = !terminal && onControllingTerminal();
   const spec: RunSpec = {
     argv: [command, ...commandArgs],
     mode: values.pty ? 'pty' : 'child',
@@ -176,6 +180,10 @@ export async function runCommand(args: string[]): Promise<number> {
     stdin: terminal ? 'pipe' : 'inherit',
     // What our parent passed us beyond stdio, as a shell would pass it on (not to a terminal).
     ...(terminal ? {} : { inheritFds: inheritedFds() }),
+    // On our controlling terminal, the command is in our job (our process group), as under GNU
+    // timeout: Ctrl-Z stops it with us, `fg`/`bg` continue both, and started with `&` it is stopped
+    // by SIGTTIN when it reads, never taking the shell's input. A --pty command has its own terminal.
+    inheritGroup,
     pty: terminal?.pty,
     timeoutMs,
     noOutputTimeoutMs: idleTimeoutMs,
@@ -211,7 +219,18 @@ export async function runCommand(args: string[]): Promise<number> {
   };
   // Listening before the spawn: a signal sent as soon as the command runs (a loaded machine can
   // run it before this process gets the CPU back) must reach the tree, not kill us alone.
-  const uninstall = onStopSignals(stop);
+  // Our job is in the foreground again after a read from the background stopped the command: it
+  // reads on (job-control.ts).
+  const continueJob = () => {
+    if (handle?.pid !== undefined && handle.state !== 'exited')
+      signalTree(handle.pid, 'SIGCONT').catch(() => {});
+  };
+  const unlisten = onStopSignals(stop);
+  const unignore = inheritGroup ? keepRunningWhileTheJobReads(continueJob) : () => {};
+  const uninstall = () => {
+    unlisten();
+    unignore();
+  };
   try {
     handle = checked(() => new Supervisor().spawn(spec));
   } catch (error) {

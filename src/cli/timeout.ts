@@ -1,5 +1,6 @@
 import { realClock, type TimerHandle } from '../clock.js';
 import { isProcwardenError } from '../errors.js';
+import { signalTree } from '../kill/index.js';
 import { DEFAULT_GRACE_MS, killable } from '../options/index.js';
 import { Supervisor } from '../supervisor/index.js';
 import { isGone, platformTable } from '../tree/index.js';
@@ -8,8 +9,10 @@ import { type OptionToken, parseOptions, splitAtCommand, UsageError } from './ar
 import { dieOfAtExit } from './die-of.js';
 import { EXIT_FAILED, EXIT_NOT_FOUND } from './exit-codes.js';
 import { timeoutStatus } from './exit-status.js';
+import { onControllingTerminal } from './foreground.js';
 import { TIMEOUT_HELP, timeoutVersion } from './help.js';
 import { inheritedFds } from './inherited-fds.js';
+import { keepRunningWhileTheJobReads } from './job-control.js';
 import { onStopSignals } from './signals.js';
 import { timeoutDurationMs } from './timeout-duration.js';
 import { timeoutSignal as parseTimeoutSignal, type TimeoutSignal } from './timeout-signal.js';
@@ -219,7 +222,16 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   };
   // Listening before the spawn: a signal sent as soon as the command runs (a loaded machine can
   // run it before this process gets the CPU back) must reach the tree, not kill us alone.
-  const uninstall = onStopSignals((sig) => {
+  // Our job is in the foreground again after a read from the background stopped the command: it
+  // reads on (job-control.ts).
+  const continueJob = () => {
+    if (handle?.pid !== undefined && handle.state !== 'exited')
+      signalTree(handle.pid, 'SIGCONT').catch(() => {});
+  };
+  const inheritGroup = !foreground && onControllingTerminal();
+  // --foreground too keeps the command in our group: either way its background read stops it, not us.
+  const unignore = foreground || inheritGroup ? keepRunningWhileTheJobReads(continueJob) : () => {};
+  const unlisten = onStopSignals((sig) => {
     // timeout(1) runs its timer on SIGALRM: one sent from outside is the timer firing, whenever.
     if (sig === 'SIGALRM') return fire();
     if (stopping) return killNow();
@@ -227,6 +239,10 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     received = sig;
     begin(sig, `got ${sig}`);
   });
+  const uninstall = () => {
+    unlisten();
+    unignore();
+  };
   try {
     handle = supervisor.spawn({
       argv,
@@ -237,6 +253,10 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
       output: { inherit: true },
       // --foreground keeps timeout(1)'s meaning: only the command itself is signalled (below).
       containment: foreground ? 'none' : 'auto',
+      // On our controlling terminal the command is in our job (our process group), as timeout(1)
+      // keeps it in its own: Ctrl-Z stops both, `fg`/`bg` continue both, and a command started with
+      // `&` that reads is stopped by SIGTTIN, never taking the shell's input.
+      inheritGroup,
       // Our own timer, not the run's: a SIGALRM sent to us fires it too, as in timeout(1).
       timeoutMs: 0,
       // timeout(1) never sends SIGKILL unless -k says so (below): the grace is unbounded.

@@ -35,6 +35,8 @@ export interface ContainmentContext {
   table: ProcessTable;
   send?: SendSignal;
   cookie: string | null;
+  /** The command starts in our own process group (RunSpec.inheritGroup): no group of its own to signal. */
+  inheritGroup?: boolean;
   /** The run's id: names its cgroup. */
   name: string;
   /** The supervisor's cgroup host; without it cgroup containment is unavailable. */
@@ -47,7 +49,7 @@ export interface ContainmentContext {
 export function createContainment(mode: ContainmentMode, ctx: ContainmentContext): Containment {
   // No trustworthy process table: only what needs none (the group, the child) holds the run.
   if (isBlindTable(ctx.table)) {
-    const group = mode !== 'none';
+    const group = mode !== 'none' && !ctx.inheritGroup;
     const held = group ? 'its process group and the child handle' : 'the child handle';
     return new GroupOnlyContainment(group, `${ctx.table.reason}: the run is held by ${held} only`);
   }
@@ -56,7 +58,11 @@ export function createContainment(mode: ContainmentMode, ctx: ContainmentContext
   // Windows has no process groups or cgroups: whatever was asked short of 'cgroup', the tree is held by identity.
   if (isWindowsTable(ctx.table) && mode !== 'cgroup')
     return new WindowsTreeContainment(ctx.table, guard, ctx.send);
-  const processGroup = () => new ProcessGroupContainment(ctx.table, guard, deliverer, ctx.cookie);
+  // In our own group the command leads none: it is held by pid, as with 'none'.
+  const processGroup = () =>
+    ctx.inheritGroup
+      ? new NoContainment(ctx.table, guard, deliverer, ctx.cookie)
+      : new ProcessGroupContainment(ctx.table, guard, deliverer, ctx.cookie);
   const cgroup = () => {
     if (!ctx.cgroups) {
       throw new ProcwardenError(

@@ -38,6 +38,8 @@ export interface NormalSpec {
   stdin: { kind: 'ignore' | 'pipe' | 'inherit' } | { kind: 'data'; data: Uint8Array };
   /** Sorted, distinct, each 3 or more. */
   inheritFds: number[];
+  /** The command stays in our process group and session (RunSpec.inheritGroup). */
+  inheritGroup: boolean;
   timeoutMs: number;
   noOutputTimeoutMs: number;
   graceMs: number;
@@ -67,6 +69,7 @@ const KNOWN_KEYS = new Set<string>([
   'cookie',
   'stdin',
   'inheritFds',
+  'inheritGroup',
   'timeoutMs',
   'noOutputTimeoutMs',
   'graceMs',
@@ -402,6 +405,18 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
       'INVALID_OPTION',
     );
   }
+  if (merged.inheritGroup !== undefined && typeof merged.inheritGroup !== 'boolean') {
+    throw invalid(
+      `inheritGroup must be true or false; got ${showValue(merged.inheritGroup)}.`,
+      'INVALID_OPTION',
+    );
+  }
+  if (mode === 'pty' && merged.inheritGroup === true) {
+    throw invalid(
+      "inheritGroup does not apply to mode 'pty': the command leads the session of its own terminal.",
+      'INVALID_OPTION',
+    );
+  }
   const noOutputTimeoutMs = optionalDuration(merged.noOutputTimeoutMs, 'noOutputTimeoutMs', 0);
   if (out.inherit && (noOutputTimeoutMs > 0 || mode === 'pty')) {
     throw invalid(
@@ -417,6 +432,7 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
     cookie,
     stdin,
     inheritFds,
+    inheritGroup: merged.inheritGroup === true,
     timeoutMs: optionalDuration(merged.timeoutMs, 'timeoutMs', 0),
     noOutputTimeoutMs,
     graceMs: optionalDuration(merged.graceMs, 'graceMs', DEFAULT_GRACE_MS),

@@ -170,6 +170,7 @@ export class ManagedRun implements RunHandle {
         table: deps.table,
         send: deps.send,
         cookie: spec.cookie,
+        inheritGroup: spec.inheritGroup,
         name: id,
         cgroups: deps.cgroups,
         beforeCgroup: (dir) => {
@@ -257,13 +258,15 @@ export class ManagedRun implements RunHandle {
       // and a PTY's fork or the cgroup shim's shell would report that as the command's failure.
       const cwd = this.spec.cwd === undefined ? null : cwdProblem(this.spec.cwd);
       if (cwd) throw Object.assign(new Error(cwd.message), { code: cwd.errno });
-      const plan = this.hold.prepare({
+      const prepared = this.hold.prepare({
         file,
         args,
         cwd: this.spec.cwd,
         env: this.spec.env,
         newSession: false,
       });
+      // A cgroup holds the command wherever its group is: it may stay in ours (inheritGroup).
+      const plan = this.spec.inheritGroup ? { ...prepared, newSession: false } : prepared;
       this.leadsGroup = plan.newSession;
       this.launched = this.deps.launcher(
         plan,
