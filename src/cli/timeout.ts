@@ -59,11 +59,14 @@ function signal(text: string): TimeoutSignal {
   return sig;
 }
 
-/** As coreutils names them in its -v lines: signal 0 is `EXIT` (gnulib's sig2str). */
 /** Of two names for one number, the one coreutils prints (its sig2str table comes first with it). */
 const GNU_NAME: Record<string, string> = { IOT: 'ABRT', IO: 'POLL' };
+/**
+ * As coreutils names them in its -v lines. Signal 0 is `0`, as at coreutils HEAD (whose
+ * tests/timeout/timeout.sh expects `sending signal 0`); 9.1's gnulib sig2str said `EXIT`.
+ */
 const shortName = (sig: TimeoutSignal) => {
-  if (sig === 0) return 'EXIT';
+  if (sig === 0) return '0';
   const name = sig.replace(/^SIG/, '');
   return GNU_NAME[name] ?? name;
 };
