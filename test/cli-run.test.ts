@@ -96,6 +96,17 @@ describe('procwarden run: exit statuses', () => {
     expect(denied.stderr).toMatch(/permission denied/);
   });
 
+  it("a command not found: its name's escapes and newlines are printed as '?', as tree and kill print them (issue 46)", async () => {
+    // Printed raw, `\e]0;…\a` retitles the user's terminal and a newline forges a line of ours.
+    for (const pty of [[], ['--pty']]) {
+      const r = await run([...pty, '--', 'no-such\u001b]0;owned\u0007\nprocwarden: all fine']);
+      expect(r.status).toBe(127);
+      expect(r.stderr).toBe(
+        'procwarden run: no-such?]0;owned??procwarden: all fine: command not found (no such file in PATH or at that path).\n',
+      );
+    }
+  });
+
   it('128+N when the command dies of signal N', async () => {
     const r = await run(['--', 'sh', '-c', 'kill -USR1 $$']);
     expect(r.status).toBe(128 + 10);

@@ -301,6 +301,14 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
       `procwarden timeout: failed to run command '${'x'.repeat(300)}': File name too long\n`,
     ],
     [
+      // Printed raw, the escape retitles the terminal and the newline forges a line (issue 46);
+      // coreutils quotes them as \033 and \n.
+      'a name with an escape and a newline',
+      ['1', 'no-such\u001b]0;owned\u0007\nx'],
+      127,
+      "procwarden timeout: failed to run command 'no-such?]0;owned??x': No such file or directory\n",
+    ],
+    [
       'an empty name',
       ['1', ''],
       127,

@@ -9,6 +9,7 @@ import { parseOptions, splitAtCommand, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
 import { EXIT_FAILED } from './exit-codes.js';
 import { runStatus } from './exit-status.js';
+import { printable } from './format.js';
 import { RUN_HELP } from './help.js';
 import { inheritedFds } from './inherited-fds.js';
 import { connectPty } from './pty-terminal.js';
@@ -258,7 +259,8 @@ export async function runCommand(args: string[]): Promise<number> {
     if (readerGone && received === 'SIGPIPE' && result.timedOut) received = null;
 
     if (result.reason === 'spawn-error') {
-      say(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
+      // The message names the command as given: its escapes and newlines must not reach a terminal.
+      say(`procwarden run: ${printable(result.error?.message ?? 'the command could not be started')}\n`);
     } else if (writeFailed) {
       if (stderrOpen) say(`procwarden run: write error: ${writeFailed.message}\n`);
     } else if (!values.quiet) {

@@ -8,6 +8,7 @@ import { type OptionToken, parseOptions, splitAtCommand, UsageError } from './ar
 import { dieOfAtExit } from './die-of.js';
 import { EXIT_FAILED, EXIT_NOT_FOUND } from './exit-codes.js';
 import { timeoutStatus } from './exit-status.js';
+import { printable } from './format.js';
 import { TIMEOUT_HELP, timeoutVersion } from './help.js';
 import { inheritedFds } from './inherited-fds.js';
 import { onStopSignals } from './signals.js';
@@ -153,7 +154,7 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     const name = shortName(sig);
     if (values.verbose && (again || !said.has(name))) {
       said.add(name);
-      sayNow(2, `${prog}: sending signal ${name} to command '${argv[0]}'\n`);
+      sayNow(2, `${prog}: sending signal ${name} to command '${printable(argv[0])}'\n`);
     }
   };
 
@@ -263,7 +264,12 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
 
   if (result.reason === 'spawn-error') {
     const code = result.error?.code ?? '';
-    sayNow(2, `${prog}: failed to run command '${argv[0]}': ${STRERROR[code] ?? result.error?.message}\n`);
+    // Its name as given, its escapes and newlines made '?' (coreutils quotes them as \033, \n).
+    const name = printable(argv[0]);
+    sayNow(
+      2,
+      `${prog}: failed to run command '${name}': ${printable(STRERROR[code] ?? result.error?.message ?? '')}\n`,
+    );
   }
   // timeout(1) dies of the signal its command died of, when it neither timed out nor was told to
   // stop (we then exit 128+N: see docs/cli.md).
