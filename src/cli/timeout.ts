@@ -186,6 +186,8 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   /** The command itself exited after we signalled it: what is left are its leftovers. */
   let commandGone = false;
   let received: NodeJS.Signals | null = null;
+  /** A second signal made us SIGKILL the tree at once (the first one's, if a signal began it). */
+  let forcedAfter: NodeJS.Signals | null = null;
   const begin = (sig: TimeoutSignal, why: string) => {
     stopping = true;
     say(sig);
@@ -226,7 +228,11 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const uninstall = onStopSignals((sig) => {
     // timeout(1) runs its timer on SIGALRM: one sent from outside is the timer firing, whenever.
     if (sig === 'SIGALRM') return fire();
-    if (stopping) return killNow();
+    if (stopping) {
+      // Our SIGKILL is not what the caller should see the command die of: the signal it sent is.
+      forcedAfter ??= received ?? sig;
+      return killNow();
+    }
     if (!untouched()) return;
     received = sig;
     begin(sig, `got ${sig}`);
@@ -271,10 +277,13 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
       `${prog}: failed to run command '${name}': ${printable(STRERROR[code] ?? result.error?.message ?? '')}\n`,
     );
   }
-  // timeout(1) dies of the signal its command died of, when it neither timed out nor was told to
-  // stop (we then exit 128+N: see docs/cli.md).
-  if (!timedOut && !received && result.exitSignal) dieOfAtExit(result.exitSignal);
-  return timeoutStatus(result, received, values['preserve-status'] === true, timedOut);
+  // timeout(1) dies of the signal its command died of unless it timed out, also after passing on a
+  // signal it was sent (bash then stops a loop on a Ctrl-C). A second signal made us SIGKILL the
+  // command: we die of that signal, not of our SIGKILL. Where it cannot die of it: 128+N.
+  if (!timedOut && result.reason !== 'spawn-error' && result.exitSignal) {
+    dieOfAtExit(forcedAfter && result.exitSignal === 'SIGKILL' ? forcedAfter : result.exitSignal);
+  }
+  return timeoutStatus(result, forcedAfter, values['preserve-status'] === true, timedOut);
 }
 
 /**
