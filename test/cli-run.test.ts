@@ -14,6 +14,13 @@ afterEach(() => leaks.check());
 /** procwarden's own lines on stderr (bash fixtures add their own "Terminated" notes). */
 const ownLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('procwarden'));
 
+/** `procwarden kill PID`: its status. */
+async function runCliKill(pid: number) {
+  const cli = startCli(['kill', String(pid)]);
+  leaks.track(cli.child.pid);
+  return (await cli.done).status;
+}
+
 /** Runs `procwarden run ARGS`, tracking the CLI process itself. */
 async function run(args: string[], options: CliOptions = {}) {
   const cli = startCli(['run', ...args], options);
@@ -325,6 +332,25 @@ describe('procwarden run: signals sent to procwarden', () => {
     const r = await ctrlCInLoop(leaks, [process.execPath, CLI, 'run', '--quiet', '--'], HANDLES_INT);
     expect(r).toEqual({ status: 0, signal: null, stdout: 'started\nnext 42\nnext 0\nend\n' });
   });
+
+  // Issue 46: 1 in 4 under load, the line was "got SIGTERM, stopping the command" and no more: the
+  // command died of kill's SIGTERM and the run was over before procwarden's own was heard.
+  it('procwarden kill of a run, 10 times: every stop line is whole', async () => {
+    for (let i = 0; i < 10; i++) {
+      const cli = startCli(['run', '--', 'sh', '-c', 'echo ready; exec sleep 30']);
+      leaks.track(cli.child.pid);
+      await waitFor(() => cli.stdout().includes('ready'), { what: 'ready', timeoutMs: 30_000 });
+      const killed = await runCliKill(cli.child.pid ?? 0);
+      expect(killed).toBe(0);
+      const r = await cli.done;
+      expect(r.status).toBe(143);
+      expect(ownLines(r.stderr)).toEqual([
+        expect.stringMatching(
+          /^procwarden: got SIGTERM(, stopping the command; (SIGTERM to 1 process; no SIGKILL needed; all gone in .+|nothing was left to signal)| after the command had ended \(it died of SIGTERM\))$/,
+        ),
+      ]);
+    }
+  }, 120_000);
 
   it('a second signal sends SIGKILL at once', async () => {
     const dir = leaks.trackDir(makeTmp());
