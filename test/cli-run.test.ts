@@ -6,12 +6,20 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cgroupSkipReason, hostCgroups } from './helpers/cgroups.js';
 import { CLI, type CliOptions, recorded, startCli, TERMINATING } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { ctrlCInLoop, HANDLES_INT, UNTIL_STOPPED } from './helpers/shell-loop.js';
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
 
 /** procwarden's own lines on stderr (bash fixtures add their own "Terminated" notes). */
 const ownLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('procwarden'));
+
+/** `procwarden kill PID`: its status. */
+async function runCliKill(pid: number) {
+  const cli = startCli(['kill', String(pid)]);
+  leaks.track(cli.child.pid);
+  return (await cli.done).status;
+}
 
 /** Runs `procwarden run ARGS`, tracking the CLI process itself. */
 async function run(args: string[], options: CliOptions = {}) {
@@ -94,6 +102,17 @@ describe('procwarden run: exit statuses', () => {
     const denied = await run(['--', notExecutable]);
     expect(denied.status).toBe(126);
     expect(denied.stderr).toMatch(/permission denied/);
+  });
+
+  it("a command not found: its name's escapes and newlines are printed as '?', as tree and kill print them (issue 46)", async () => {
+    // Printed raw, `\e]0;…\a` retitles the user's terminal and a newline forges a line of ours.
+    for (const pty of [[], ['--pty']]) {
+      const r = await run([...pty, '--', 'no-such\u001b]0;owned\u0007\nprocwarden: all fine']);
+      expect(r.status).toBe(127);
+      expect(r.stderr).toBe(
+        'procwarden run: no-such?]0;owned??procwarden: all fine: command not found (no such file in PATH or at that path).\n',
+      );
+    }
   });
 
   it('128+N when the command dies of signal N', async () => {
@@ -278,7 +297,9 @@ describe('procwarden run: signals sent to procwarden', () => {
   // The terminal's signals reach the tree as they are; any other request to stop becomes --signal.
   const TERMINAL = ['SIGINT', 'SIGQUIT', 'SIGHUP'];
   for (const signal of TERMINATING) {
-    const status = 128 + constants.signals[signal];
+    // A terminal's signal is passed on, and the fixture exits 0 on it: the command's status, as
+    // under timeout(1) (issue 46); any other was addressed to procwarden: 128+N.
+    const status = TERMINAL.includes(signal) ? 0 : 128 + constants.signals[signal];
     const sent = TERMINAL.includes(signal) ? signal : 'SIGTERM';
     it(`${signal}: the tree gets ${sent}, ends gracefully, procwarden exits ${status}`, async () => {
       const dir = leaks.trackDir(makeTmp());
@@ -300,6 +321,37 @@ describe('procwarden run: signals sent to procwarden', () => {
     });
   }
 
+  // Issue 46: run exited 130 after passing a Ctrl-C on, so bash went on with the loop; and 130
+  // also when the command handled the SIGINT and exited 42. Now as timeout(1) (cli-timeout.test.ts).
+  it('a Ctrl-C to a bash loop of runs: the command dies of SIGINT, so does run, and bash stops the loop', async () => {
+    const r = await ctrlCInLoop(leaks, [process.execPath, CLI, 'run', '--quiet', '--'], UNTIL_STOPPED);
+    expect(r).toEqual({ status: null, signal: 'SIGINT', stdout: 'started\n' });
+  });
+
+  it('a Ctrl-C to a bash loop of runs: the command handles it and exits 42, run exits 42, the loop goes on', async () => {
+    const r = await ctrlCInLoop(leaks, [process.execPath, CLI, 'run', '--quiet', '--'], HANDLES_INT);
+    expect(r).toEqual({ status: 0, signal: null, stdout: 'started\nnext 42\nnext 0\nend\n' });
+  });
+
+  // Issue 46: 1 in 4 under load, the line was "got SIGTERM, stopping the command" and no more: the
+  // command died of kill's SIGTERM and the run was over before procwarden's own was heard.
+  it('procwarden kill of a run, 10 times: every stop line is whole', async () => {
+    for (let i = 0; i < 10; i++) {
+      const cli = startCli(['run', '--', 'sh', '-c', 'echo ready; exec sleep 30']);
+      leaks.track(cli.child.pid);
+      await waitFor(() => cli.stdout().includes('ready'), { what: 'ready', timeoutMs: 30_000 });
+      const killed = await runCliKill(cli.child.pid ?? 0);
+      expect(killed).toBe(0);
+      const r = await cli.done;
+      expect(r.status).toBe(143);
+      expect(ownLines(r.stderr)).toEqual([
+        expect.stringMatching(
+          /^procwarden: got SIGTERM(, stopping the command; (SIGTERM to 1 process; no SIGKILL needed; all gone in .+|nothing was left to signal)| after the command had ended \(it died of SIGTERM\))$/,
+        ),
+      ]);
+    }
+  }, 120_000);
+
   it('a second signal sends SIGKILL at once', async () => {
     const dir = leaks.trackDir(makeTmp());
     const cli = startCli(['run', '--grace', '60s', '--', fixture('record-signals.sh'), dir, 'stay']);
@@ -311,7 +363,8 @@ describe('procwarden run: signals sent to procwarden', () => {
     cli.child.kill('SIGINT');
     const r = await cli.done;
     expect(Date.now() - t).toBeLessThan(10_000);
-    expect(r.status).toBe(130);
+    // The command died of our SIGKILL; run dies of the SIGINT it was sent, so a shell sees a Ctrl-C.
+    expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGINT' });
     expect(r.stderr).toMatch(/got SIGINT, stopping the command; SIGINT to \d+ processes; \d+ needed SIGKILL/);
   });
 
@@ -324,7 +377,8 @@ describe('procwarden run: signals sent to procwarden', () => {
     for (const pid of pids.values()) leaks.track(pid);
     cli.child.kill('SIGINT');
     const r = await cli.done;
-    expect(r.status).toBe(130);
+    // The script dies of the Ctrl-C: so does run (issue 46), as a shell's $? shows 130.
+    expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGINT' });
     expect(ownLines(r.stderr)).toEqual([
       expect.stringMatching(
         /^procwarden: got SIGINT, stopping the command; SIGINT to 1 process, SIGTERM to \d+ that ignore SIGINT; no SIGKILL needed; all gone in/,

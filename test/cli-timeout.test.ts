@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI, type CliOptions, recorded, startCli, TERMINATING } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
+import { ctrlCInLoop, HANDLES_INT, UNTIL_STOPPED } from './helpers/shell-loop.js';
 
 const leaks = new LeakGuard();
 afterEach(() => leaks.check());
@@ -127,6 +128,25 @@ describe('procwarden timeout: as timeout(1) documents it', () => {
       child.once('exit', (status, signal) => resolve({ status, signal })),
     );
     expect(how).toEqual({ status: null, signal: 'SIGTERM' });
+  });
+
+  // Issue 46: procwarden exited 130 after a passed-on Ctrl-C, so bash went on with the loop; and
+  // 130 also when the command handled the SIGINT and exited 42.
+  describe('a Ctrl-C to a bash loop of timeouts: bash stops the loop as under timeout(1)', () => {
+    const wrappers: Array<[string, string[]]> = [
+      ['procwarden timeout', [process.execPath, CLI, 'timeout', '20']],
+      ...(hasCoreutils ? [['timeout(1)', [COREUTILS, '20']] as [string, string[]]] : []),
+    ];
+    for (const [name, wrapper] of wrappers) {
+      it(`${name}: the command dies of the SIGINT, timeout dies of it, bash stops the loop`, async () => {
+        const r = await ctrlCInLoop(leaks, wrapper, UNTIL_STOPPED);
+        expect(r).toEqual({ status: null, signal: 'SIGINT', stdout: 'started\n' });
+      });
+      it(`${name}: the command handles the SIGINT and exits 42, timeout exits 42, the loop goes on`, async () => {
+        const r = await ctrlCInLoop(leaks, wrapper, HANDLES_INT);
+        expect(r).toEqual({ status: 0, signal: null, stdout: 'started\nnext 42\nnext 0\nend\n' });
+      });
+    }
   });
 
   it('--preserve-status: the status of the timed-out command', async () => {
@@ -302,6 +322,14 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
       ['1', 'x'.repeat(300)],
       126,
       `procwarden timeout: failed to run command '${'x'.repeat(300)}': File name too long\n`,
+    ],
+    [
+      // Printed raw, the escape retitles the terminal and the newline forges a line (issue 46);
+      // coreutils quotes them as \033 and \n.
+      'a name with an escape and a newline',
+      ['1', 'no-such\u001b]0;owned\u0007\nx'],
+      127,
+      "procwarden timeout: failed to run command 'no-such?]0;owned??x': No such file or directory\n",
     ],
     [
       'an empty name',
@@ -484,7 +512,9 @@ describe('procwarden timeout: failures, with coreutils’ messages', () => {
   );
 
   it.skipIf(!hasCoreutils)('statuses and first lines match coreutils (compared live)', async () => {
-    for (const { ours, theirs } of await bothWays(cases.map(([, args]) => args))) {
+    // But the escaped name: coreutils writes \033 where we write '?' (docs/cli.md).
+    const alike = cases.filter(([name]) => !name.includes('escape'));
+    for (const { ours, theirs } of await bothWays(alike.map(([, args]) => args))) {
       expect(ours.status).toBe(theirs.status);
       expect(asCoreutils(ours.stderr).split('\n')[0]).toBe(theirs.stderr.split('\n')[0]);
     }
@@ -589,13 +619,13 @@ function timeoutLink(): string {
 
 describe('procwarden timeout: signals sent to timeout itself', () => {
   for (const signal of TERMINATING.filter((s) => s !== 'SIGALRM')) {
-    const status = 128 + constants.signals[signal];
-    it(`${signal} is passed on to the whole tree as it is; timeout exits ${status}`, async () => {
+    // The fixture exits 0 on it: timeout(1) returns the command's status, not 128+N (issue 46).
+    it(`${signal} is passed on to the whole tree as it is; timeout exits with the command's status (0)`, async () => {
       const dir = leaks.trackDir(makeTmp());
       const cli = await startReady(['-v', '60', fixture('record-signals.sh'), dir]);
       cli.child.kill(signal);
       const r = await cli.done;
-      expect(r.status).toBe(status);
+      expect(r.status).toBe(0);
       const own = r.stderr.split('\n').filter((l) => l.startsWith('procwarden timeout'));
       expect(own).toEqual([
         `procwarden timeout: sending signal ${signal.slice(3)} to command '${fixture('record-signals.sh')}'`,
@@ -609,13 +639,13 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
   it('a passed-on signal the command dies of is no timeout when the timer runs out while its leftovers end', async () => {
     // The command dies of the INT at once; its background sleep ignores INT (a script's background
     // jobs do) and TERM, the substitute, and gets the 5 s grace, during which the 1 s timer runs
-    // out. timeout(1) says 130.
+    // out. timeout(1) dies of the INT (a shell's $? is 130).
     const cli = startCli(['timeout', '1', 'sh', '-c', 'trap "" TERM; sleep 30 & echo ready; wait']);
     leaks.track(cli.child.pid);
     await waitFor(() => cli.stdout().includes('ready'), { what: 'ready' });
     cli.child.kill('SIGINT');
     const r = await cli.done;
-    expect(r.status).toBe(130);
+    expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGINT' });
   });
 
   for (const foreground of [false, true]) {
@@ -660,7 +690,8 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
     return { status: r.status, own, ms: Date.now() - t };
   }
 
-  // coreutils 9.1, the same commands: 137 with HUP then KILL at 2 s; 124 with HUP, then EXIT at 3 s;
+  // coreutils 9.1, the same commands: 137 with HUP then KILL at 2 s; 124 with HUP, then EXIT at 3 s
+  // (HEAD, whose wording we follow, says 0 for EXIT: issue 46);
   // 124 with HUP then TERM at the SIGALRM; 124 with TERM twice.
   it('with -k, the timer running out after a passed-on signal sends SIGKILL then, not at the -k', async () => {
     const r = await afterHangUp(['-k', '20', '2'], 'trap "" HUP; echo ready; exec sleep 30');
@@ -669,11 +700,11 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
     expect(r.ms).toBeLessThan(15_000);
   });
 
-  it('-s 0: the timer running out after a passed-on signal says EXIT and sends nothing; 124', async () => {
+  it('-s 0: the timer running out after a passed-on signal says 0 and sends nothing; 124', async () => {
     // 3 s: the SIGHUP comes first also on a loaded machine.
     const r = await afterHangUp(['-s', '0', '3'], 'trap "" HUP; echo ready; sleep 4; exit 7');
     expect(r.status).toBe(124);
-    expect(r.own).toEqual(['HUP', 'EXIT']);
+    expect(r.own).toEqual(['HUP', '0']);
   });
 
   it('SIGALRM after a passed-on signal is the timer firing: the -s signal, 124 (not SIGKILL)', async () => {
@@ -715,7 +746,8 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
     const cli = await startReady(['-v', '-k', '0.5', '60', fixture('record-signals.sh'), dir, 'stay']);
     cli.child.kill('SIGHUP');
     const r = await cli.done;
-    expect(r.status).toBe(129);
+    // As timeout(1), which dies of the SIGKILL it sends its own group: it died of -k's SIGKILL.
+    expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGKILL' });
     expect(r.stderr).toContain('sending signal HUP to command');
     expect(r.stderr).toContain('sending signal KILL to command');
     expect(recorded(dir)).toEqual({ parent: ['HUP'], child: ['HUP'] });
@@ -727,7 +759,8 @@ describe('procwarden timeout: signals sent to timeout itself', () => {
     const t = Date.now();
     cli2.child.kill('SIGINT');
     const r2 = await cli2.done;
-    expect(r2.status).toBe(130);
+    // Not of our SIGKILL: of the signal the caller sent (timeout(1) passes the second on again).
+    expect({ status: r2.status, signal: r2.signal }).toEqual({ status: null, signal: 'SIGINT' });
     expect(Date.now() - t).toBeLessThan(10_000);
     expect(alive(readPids(dir2).get('child') ?? 0)).toBe(false);
   });
@@ -755,13 +788,17 @@ describe('a signal sent the moment the command starts', () => {
     ['timeout', '5'],
     ['run', '--quiet', '--'],
   ]) {
-    it(`${command[0]}: the tree gets it, procwarden exits 140 (never killed by it)`, async () => {
+    // The command dies of the USR2 passed on: timeout dies of it too, as timeout(1) does (issue 46);
+    // run, to which USR2 was a request to stop, exits 140.
+    const how =
+      command[0] === 'timeout' ? { status: null, signal: 'SIGUSR2' } : { status: 140, signal: null };
+    it(`${command[0]}: the tree gets it, procwarden ${how.signal ? 'dies of it after its command' : 'exits 140'} (never killed by it alone)`, async () => {
       for (let i = 0; i < 10; i++) {
         const dir = leaks.trackDir(makeTmp());
         const script =
           'echo $$ > "$1/main.pid"; kill -USR2 $PPID; sleep 5 & echo $! > "$1/sleeper.pid"; wait';
         const r = await startCli([...command, 'sh', '-c', script, 'sh', dir]).done;
-        expect({ status: r.status, signal: r.signal }).toEqual({ status: 140, signal: null });
+        expect({ status: r.status, signal: r.signal }).toEqual(how);
         await waitFor(() => [...readPids(dir).values()].every((pid) => !alive(pid)), {
           what: 'the tree gone',
         });
@@ -771,7 +808,9 @@ describe('a signal sent the moment the command starts', () => {
 });
 
 describe("procwarden timeout: the cases coreutils' own tests check", () => {
-  it('-s 0 sends nothing, then SIGKILL after -k: 137, verbose lines "signal EXIT" and "signal KILL"', async () => {
+  // coreutils HEAD's tests/timeout/timeout.sh: `sending signal 0` (9.1, installed here, printed
+  // `EXIT`; we follow HEAD, as for its other cases: issue 46).
+  it('-s 0 sends nothing, then SIGKILL after -k: 137, verbose lines "signal 0" and "signal KILL"', async () => {
     const link = timeoutLink();
     for (const extra of [[], ['--foreground']]) {
       const cli = startCli(['-v', ...extra, '-s0', '-k1', '.1', 'sleep', '10'], { script: link });
@@ -779,7 +818,7 @@ describe("procwarden timeout: the cases coreutils' own tests check", () => {
       const r = await cli.done;
       expect(r.status).toBe(137);
       expect(r.stderr).toBe(
-        "timeout: sending signal EXIT to command 'sleep'\ntimeout: sending signal KILL to command 'sleep'\n",
+        "timeout: sending signal 0 to command 'sleep'\ntimeout: sending signal KILL to command 'sleep'\n",
       );
     }
     expect((await timeout(['-s', 'EXIT', '-k', '0.2', '0.1', 'sleep', '10'])).status).toBe(137);

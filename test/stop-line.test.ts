@@ -139,4 +139,28 @@ describe('stopLine', () => {
       );
     });
   });
+
+  // Issue 46: `procwarden kill` of a run signals the command and procwarden at once. When the
+  // command's death had ended the run before procwarden's own SIGTERM was heard, nothing was
+  // stopped, and the line was "got SIGTERM, stopping the command" with nothing after it.
+  it('a signal heard once the run had ended says so, not "stopping the command" with no summary', () => {
+    const ended = {
+      ...timedOut({
+        members: [],
+        signalled: 0,
+        killed: 0,
+        escaped: 0,
+        escalated: false,
+        durationMs: 0,
+        graceUsedMs: null,
+        notes: [],
+      } as unknown as TerminateReport),
+      reason: 'exit',
+      timedOut: false,
+      exitSignal: 'SIGTERM',
+    } as RunResult;
+    ended.tree.report = null;
+    const line = stopLine(ended, { ...ctx, received: 'SIGTERM' }, painter(false));
+    expect(line).toBe('procwarden: got SIGTERM after the command had ended (it died of SIGTERM)');
+  });
 });

@@ -25,30 +25,52 @@ export function commandStatus(result: RunResult): number {
 }
 
 /**
- * `procwarden run`: 124 when a timeout stopped it, 126/127 when it could not start, 128+N when
- * procwarden was told to stop by signal N (or the command died of it), else the command's status.
+ * The signal procwarden dies of itself (as timeout(1) re-raises its command's), so that the
+ * caller's waitpid sees a death by it and a shell acts on it (bash stops a loop whose command died
+ * of the SIGINT bash got too): the command's own, when it died of one and no timeout stopped it.
+ * `passedOn` is the signal procwarden was sent and passed on to the command as it is; when the
+ * command then died of anything (procwarden's SIGKILL after a second signal, its --signal to a
+ * command that ignores SIGINT), procwarden dies of that one: the caller sees the signal it sent.
  */
-export function runStatus(result: RunResult, received: NodeJS.Signals | null): number {
-  if (received) return bySignal(received);
+export function deathSignal(result: RunResult, passedOn: NodeJS.Signals | null): NodeJS.Signals | null {
+  if (result.reason === 'spawn-error' || result.timedOut || !result.exitSignal) return null;
+  return passedOn ?? (result.exitSignal as NodeJS.Signals);
+}
+
+/**
+ * `procwarden run`: 124 when a timeout stopped it, 126/127 when it could not start, 128+N when
+ * procwarden was told to stop by signal N (not one it passed on as it is: a terminal's SIGINT,
+ * SIGQUIT, SIGHUP; nor after a timeout began), else the command's status: its exit code, or 128+N
+ * when it died of signal N (N being the passed-on signal, if any: see deathSignal).
+ */
+export function runStatus(
+  result: RunResult,
+  received: NodeJS.Signals | null,
+  passedOn: NodeJS.Signals | null = null,
+): number {
+  if (received && (received !== passedOn || result.timedOut)) return bySignal(received);
   if (result.reason === 'spawn-error') return spawnErrorStatus(result.error?.code);
   if (result.timedOut) return EXIT_TIMED_OUT;
-  return commandStatus(result);
+  const death = deathSignal(result, passedOn);
+  return death ? bySignal(death) : commandStatus(result);
 }
 
 /**
  * `procwarden timeout`, as timeout(1) documents it: 124 on timeout (its timer, or a SIGALRM sent to
  * it) unless --preserve-status; 137 when the command itself had to be SIGKILLed (so a caller can
- * tell it was forced); else 128+N when timeout was stopped by signal N. `timedOut` comes from the
- * caller, which runs the timer.
+ * tell it was forced); else the command's status, also after a signal sent to timeout was passed
+ * on (a command that handles SIGINT and exits 42: 42), as timeout(1) returns it. `forcedAfter`: a
+ * second signal made procwarden SIGKILL the command (timeout(1) would have passed it on again):
+ * that signal's 128+N. `timedOut` comes from the caller, which runs the timer.
  */
 export function timeoutStatus(
   result: RunResult,
-  received: NodeJS.Signals | null,
+  forcedAfter: NodeJS.Signals | null,
   preserve: boolean,
   timedOut: boolean,
 ): number {
   if (result.reason === 'spawn-error') return spawnErrorStatus(result.error?.code);
   if (timedOut) return result.exitSignal !== 'SIGKILL' && !preserve ? EXIT_TIMED_OUT : commandStatus(result);
-  if (received) return bySignal(received);
+  if (forcedAfter && result.exitSignal === 'SIGKILL') return bySignal(forcedAfter);
   return commandStatus(result);
 }

@@ -64,7 +64,8 @@ Exit status:
            or the options are wrong
   126      COMMAND was found but cannot be executed
   127      COMMAND was not found
-  128+N    COMMAND died of signal N, or procwarden was stopped by signal N
+  128+N    COMMAND died of signal N (procwarden then dies of N too), or procwarden
+           was stopped by signal N (INT, QUIT and HUP are passed on: then as COMMAND)
   other    COMMAND's own exit status
 
 Examples:
@@ -115,10 +116,10 @@ Exit status:
   126    if COMMAND is found but cannot be invoked
   127    if COMMAND cannot be found
   137    if COMMAND had to be sent SIGKILL (128+9)
-  128+N  if timeout itself was stopped by signal N
-  -      the exit status of COMMAND otherwise; when COMMAND died of signal N,
-         timeout dies of it too (128+N in a shell; exits 128+N for USR1 and for
-         signals that dump core)
+  128+N  if COMMAND died of signal N: timeout dies of it too (128+N in a shell;
+         exits 128+N for USR1 and for signals that dump core)
+  -      the exit status of COMMAND otherwise, also after a signal sent to
+         timeout was passed on to it
 `;
 
 /** --version in coreutils' shape: name (package) version, then the licence. */

@@ -8,9 +8,11 @@ import { Supervisor } from '../supervisor/index.js';
 import type { ContainmentMode, RunHandle, RunResult, RunSpec } from '../types.js';
 import { parseOptions, splitAtCommand, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
+import { dieOfAtExit } from './die-of.js';
 import { EXIT_FAILED } from './exit-codes.js';
-import { runStatus } from './exit-status.js';
+import { deathSignal, runStatus } from './exit-status.js';
 import { onControllingTerminal } from './foreground.js';
+import { printable } from './format.js';
 import { RUN_HELP } from './help.js';
 import { inheritedFds } from './inherited-fds.js';
 import { keepRunningWhileTheJobReads } from './job-control.js';
@@ -277,7 +279,8 @@ export async function runCommand(args: string[]): Promise<number> {
     if (readerGone && received === 'SIGPIPE' && result.timedOut) received = null;
 
     if (result.reason === 'spawn-error') {
-      say(`procwarden run: ${result.error?.message ?? 'the command could not be started'}\n`);
+      // The message names the command as given: its escapes and newlines must not reach a terminal.
+      say(`procwarden run: ${printable(result.error?.message ?? 'the command could not be started')}\n`);
     } else if (writeFailed) {
       if (stderrOpen) say(`procwarden run: write error: ${writeFailed.message}\n`);
     } else if (!values.quiet) {
@@ -302,7 +305,13 @@ export async function runCommand(args: string[]): Promise<number> {
       if (stderrOpen) say(`procwarden run: --json: write error: ${jsonError.message}\n`);
       return EXIT_FAILED;
     }
-    return runStatus(result, received);
+    // A terminal's signal went to the command as it is: the command's status says how it ended (a
+    // command that handles Ctrl-C and exits 42: 42), and a death is ours too, as under timeout(1).
+    const passedOn = received && TERMINAL_SIGNALS.includes(received) ? received : null;
+    // A signal addressed to us (SIGTERM: the tree got --signal) keeps its 128+N, told, not died of.
+    const death = deathSignal(result, passedOn);
+    if (death && received === passedOn) dieOfAtExit(death);
+    return runStatus(result, received, passedOn);
   } finally {
     // Our own lines and the last output, unless the terminal has stalled: then the status, at once.
     await terminals.drained();

@@ -10,6 +10,7 @@ import { dieOfAtExit } from './die-of.js';
 import { EXIT_FAILED, EXIT_NOT_FOUND } from './exit-codes.js';
 import { timeoutStatus } from './exit-status.js';
 import { onControllingTerminal } from './foreground.js';
+import { printable } from './format.js';
 import { TIMEOUT_HELP, timeoutVersion } from './help.js';
 import { inheritedFds } from './inherited-fds.js';
 import { keepRunningWhileTheJobReads } from './job-control.js';
@@ -62,11 +63,14 @@ function signal(text: string): TimeoutSignal {
   return sig;
 }
 
-/** As coreutils names them in its -v lines: signal 0 is `EXIT` (gnulib's sig2str). */
 /** Of two names for one number, the one coreutils prints (its sig2str table comes first with it). */
 const GNU_NAME: Record<string, string> = { IOT: 'ABRT', IO: 'POLL' };
+/**
+ * As coreutils names them in its -v lines. Signal 0 is `0`, as at coreutils HEAD (whose
+ * tests/timeout/timeout.sh expects `sending signal 0`); 9.1's gnulib sig2str said `EXIT`.
+ */
 const shortName = (sig: TimeoutSignal) => {
-  if (sig === 0) return 'EXIT';
+  if (sig === 0) return '0';
   const name = sig.replace(/^SIG/, '');
   return GNU_NAME[name] ?? name;
 };
@@ -153,7 +157,7 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     const name = shortName(sig);
     if (values.verbose && (again || !said.has(name))) {
       said.add(name);
-      sayNow(2, `${prog}: sending signal ${name} to command '${argv[0]}'\n`);
+      sayNow(2, `${prog}: sending signal ${name} to command '${printable(argv[0])}'\n`);
     }
   };
 
@@ -185,6 +189,8 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   /** The command itself exited after we signalled it: what is left are its leftovers. */
   let commandGone = false;
   let received: NodeJS.Signals | null = null;
+  /** A second signal made us SIGKILL the tree at once (the first one's, if a signal began it). */
+  let forcedAfter: NodeJS.Signals | null = null;
   const begin = (sig: TimeoutSignal, why: string) => {
     stopping = true;
     say(sig);
@@ -234,7 +240,11 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const unlisten = onStopSignals((sig) => {
     // timeout(1) runs its timer on SIGALRM: one sent from outside is the timer firing, whenever.
     if (sig === 'SIGALRM') return fire();
-    if (stopping) return killNow();
+    if (stopping) {
+      // Our SIGKILL is not what the caller should see the command die of: the signal it sent is.
+      forcedAfter ??= received ?? sig;
+      return killNow();
+    }
     if (!untouched()) return;
     received = sig;
     begin(sig, `got ${sig}`);
@@ -280,12 +290,20 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
 
   if (result.reason === 'spawn-error') {
     const code = result.error?.code ?? '';
-    sayNow(2, `${prog}: failed to run command '${argv[0]}': ${STRERROR[code] ?? result.error?.message}\n`);
+    // Its name as given, its escapes and newlines made '?' (coreutils quotes them as \033, \n).
+    const name = printable(argv[0]);
+    sayNow(
+      2,
+      `${prog}: failed to run command '${name}': ${printable(STRERROR[code] ?? result.error?.message ?? '')}\n`,
+    );
   }
-  // timeout(1) dies of the signal its command died of, when it neither timed out nor was told to
-  // stop (we then exit 128+N: see docs/cli.md).
-  if (!timedOut && !received && result.exitSignal) dieOfAtExit(result.exitSignal);
-  return timeoutStatus(result, received, values['preserve-status'] === true, timedOut);
+  // timeout(1) dies of the signal its command died of unless it timed out, also after passing on a
+  // signal it was sent (bash then stops a loop on a Ctrl-C). A second signal made us SIGKILL the
+  // command: we die of that signal, not of our SIGKILL. Where it cannot die of it: 128+N.
+  if (!timedOut && result.reason !== 'spawn-error' && result.exitSignal) {
+    dieOfAtExit(forcedAfter && result.exitSignal === 'SIGKILL' ? forcedAfter : result.exitSignal);
+  }
+  return timeoutStatus(result, forcedAfter, values['preserve-status'] === true, timedOut);
 }
 
 /**

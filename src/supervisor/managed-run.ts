@@ -611,6 +611,10 @@ export class ManagedRun implements RunHandle {
           await this.drainOutput(this.launched);
           this.launched.releaseOutput();
         }
+        // A stop that came while the output drained (`procwarden kill` signals the command and its
+        // host at once: the command's death began the settling) began a termination too: its
+        // report is the run's. Unread, the result said the run was stopped and not what was done.
+        if (this.termination && report === null) report = await this.termination;
       }
     } catch (error) {
       this.notes.push(`internal error while settling: ${(error as Error)?.stack ?? error}`);
