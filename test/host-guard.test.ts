@@ -355,6 +355,18 @@ describe('own records only', () => {
   });
 });
 
+describe("a write cut by the host's death", () => {
+  it("the dead host's broken temporary record goes at once; another writer's young one stays", async () => {
+    const stateDir = leaks.trackDir(makeTmp('pw-guard-state-'));
+    const host = 4_100_001; // no process has it: the host is gone, and nobody writes under its name
+    const own = `pw${host.toString(36)}012345-3.pid.json.tmp`;
+    const other = `pw${(4_100_002).toString(36)}012345-3.pid.json.tmp`;
+    for (const name of [own, other]) writeFileSync(join(stateDir, name), '{"runId": "pw', { mode: 0o600 });
+    await reap({ stateDir, deadHost: { pid: host, start: '1' } });
+    expect(journalFiles(stateDir)).toEqual([other]);
+  });
+});
+
 describe('inheritFds', () => {
   it("refuses the host's end of the guard's pipe, and starts nothing", async () => {
     const stateDir = leaks.trackDir(makeTmp('pw-guard-state-'));

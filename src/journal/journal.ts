@@ -82,11 +82,13 @@ export class Journal {
    * corrupt or foreign files are reported and skipped, never fatal; so is the whole directory when
    * it is not trusted. A temporary file left by a writer that died mid-write is returned too when
    * it parses: it names the same run as the others. `only`: the names to read (others are not
-   * looked at, nor reported).
+   * looked at, nor reported). `writersGone`: whoever writes the files `only` lets through is dead,
+   * so a broken temporary file of theirs is a leftover at any age (a host killed mid-write).
    */
   read(
     now = Date.now(),
     only?: (file: string) => boolean,
+    writersGone = false,
   ): { entries: JournalEntry[]; problems: JournalProblem[] } {
     const entries: JournalEntry[] = [];
     const problems: JournalProblem[] = [];
@@ -131,7 +133,7 @@ export class Journal {
       }
       const parsed = parseRecord(read.text);
       if (typeof parsed !== 'string') entries.push({ file, record: parsed });
-      else if (tmp && OUR_TMP.test(file) && now - read.mtimeMs > STALE_TMP_MS)
+      else if (tmp && OUR_TMP.test(file) && (writersGone || now - read.mtimeMs > STALE_TMP_MS))
         problems.push({ file, problem: `${parsed}; a failed write's leftover`, kind: 'stale' });
       else problems.push({ file, problem: `${parsed}; left alone`, kind: 'invalid' });
     }

@@ -115,7 +115,13 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
   const clock = options.clock ?? realClock;
   const journal = new Journal(stateDir);
   const dead = options.deadHost;
-  const read = journal.read(Date.now(), dead ? hostRecordName(dead.pid) : undefined);
+  // The dead host's pid still free: nobody is writing under its name, its broken temporary file
+  // (a write cut by the SIGKILL) goes now, not 60 s later.
+  const read = journal.read(
+    Date.now(),
+    dead ? hostRecordName(dead.pid) : undefined,
+    dead ? pidFree(dead.pid) : false,
+  );
   const entries = dead
     ? read.entries.filter(
         (e) =>
@@ -409,4 +415,13 @@ function startInCgroupName(r: RunRecord): string | null {
     if (m && Number(m[1]) === r.supervisorPid) return m[2] as string;
   }
   return null;
+}
+
+function pidFree(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
 }
