@@ -12,6 +12,7 @@ const leaks = new LeakGuard();
 afterEach(() => leaks.check());
 
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
+const hasPython = spawnSync('python3', ['-c', '']).status === 0;
 
 /**
  * A tmux server of our own (its own socket, so no one else's sessions are touched) running `script`
@@ -278,6 +279,12 @@ describe('procwarden run --pty from a pipe or a file', () => {
     leaks.track(cli.child.pid);
     return cli.done;
   }
+  // --timeout: a lost EOT shows as 124, not as a test that hangs.
+  async function runTimed(args: string[], input?: string) {
+    const cli = startCli(['run', '--pty', '--timeout', '60s', '--', ...args], { input });
+    leaks.track(cli.child.pid);
+    return cli.done;
+  }
 
   it('piped input is typed into the terminal and ended with EOT: cat echoes it and exits 0', async () => {
     const r = await run(['cat'], 'one\ntwo\n');
@@ -285,6 +292,32 @@ describe('procwarden run --pty from a pipe or a file', () => {
     // The terminal echoes what is typed and cat writes it back: each line twice, as on a terminal
     // (in an order that depends on when cat reads).
     expect(r.stdout.toString().split('\r\n').sort()).toEqual(['', 'one', 'one', 'two', 'two']);
+  });
+
+  // The input is all typed before the command has set its terminal up; the EOT must still end it.
+  it.skipIf(!hasPython)(
+    'piped input into a REPL (python3 -q, readline in raw mode): it runs and ends with 0',
+    async () => {
+      const r = await runTimed(['python3', '-q'], 'print(6*7)\n');
+      expect(r.status).toBe(0);
+      expect(r.stdout.toString()).toContain('42');
+    },
+  );
+
+  it('piped input into a command that goes raw, then cooked again, after it started: EOT still ends it', async () => {
+    // As a line editor does: the input arrives in canonical mode, is read in raw mode, and the
+    // command then waits for the rest in canonical mode.
+    const script = 'sleep 0.5; stty -icanon min 1; head -c 5; stty icanon; echo; cat; echo "end $?"';
+    const r = await runTimed(['sh', '-c', script], 'hello\nrest\n');
+    expect(r.status).toBe(0);
+    expect(r.stdout.toString()).toMatch(/hello[\s\S]*rest[\s\S]*end 0/);
+  });
+
+  it('piped lines into sh reading them: each is run, and the EOT ends sh with 0', async () => {
+    const script = 'while read -r l; do echo "got [$l]"; done; echo done';
+    const r = await runTimed(['sh', '-c', script], 'one\ntwo\n');
+    expect(r.status).toBe(0);
+    expect(r.stdout.toString()).toMatch(/got \[one\][\s\S]*got \[two\][\s\S]*done/);
   });
 
   it('an empty input (</dev/null) is an immediate EOT; the command sees a terminal', async () => {
