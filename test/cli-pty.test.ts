@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI, startCli } from './helpers/cli.js';
@@ -16,10 +16,10 @@ const hasPython = spawnSync('python3', ['-c', '']).status === 0;
 
 /**
  * A tmux server of our own (its own socket, so no one else's sessions are touched) running `script`
- * in a 100x30 window, through a shell that records the terminal's settings before and after
+ * in a 100x30 window (100 x `rows`), through a shell that records the terminal's settings before and after
  * procwarden and procwarden's exit status.
  */
-function inTmux(dir: string, cli: string) {
+function inTmux(dir: string, cli: string, rows = 30) {
   const socket = `procwarden-test-${process.pid}-${Date.now()}`;
   const tmux = (...args: string[]) => {
     const r = spawnSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
@@ -29,7 +29,7 @@ function inTmux(dir: string, cli: string) {
   const script =
     `stty -g > ${dir}/stty.before; ${cli}; echo $? > ${dir}/status.tmp; ` +
     `stty -g > ${dir}/stty.after; mv ${dir}/status.tmp ${dir}/status`;
-  tmux('new-session', '-d', '-s', 'pw', '-x', '100', '-y', '30', 'sh', '-c', script);
+  tmux('new-session', '-d', '-s', 'pw', '-x', '100', '-y', String(rows), 'sh', '-c', script);
   const screen = () => tmux('capture-pane', '-p', '-t', 'pw', '-S', '-100');
   return {
     socket,
@@ -257,6 +257,34 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
       t.close();
     }
   });
+
+  // stdin is the window's terminal, stdout is not: the size is the window's all the same (it was
+  // 120 x 30, the default, and no resize reached the command).
+  for (const [how, redirect] of [
+    ['stdout to a file', '> OUT'],
+    ['stdout and stderr to a file', '> OUT 2>&1'],
+    ['stdout into a pipe', '2>/dev/null | cat > OUT'],
+  ] as const) {
+    it(`with ${how}: the command gets the window's size, and follows a resize`, async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const out = join(dir, 'out');
+      writeFileSync(
+        join(dir, 'poll.sh'),
+        'while :; do s=$(stty size); echo "size=$s"; [ "$s" = "40 120" ] && exit 0; sleep 0.1; done\n',
+      );
+      const cli = `${process.execPath} ${CLI} run --pty --timeout 60s -- sh ${dir}/poll.sh ${redirect.replace('OUT', out)}`;
+      const t = inTmux(dir, cli, 37);
+      const said = (text: string) => () => exists(out) && readFileSync(out, 'utf8').includes(text);
+      try {
+        await waitFor(said('size=37 100'), { what: 'the size 37 100 in the output' });
+        t.tmux('resize-window', '-t', 'pw', '-x', '120', '-y', '40');
+        expect(await t.status()).toBe(0);
+        expect(said('size=40 120')()).toBe(true);
+      } finally {
+        t.close();
+      }
+    });
+  }
 
   it('SIGTERM to procwarden: the command is stopped, status 143, the terminal is restored', async () => {
     const dir = leaks.trackDir(makeTmp());
