@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { cgroupSkipReason, hostCgroups } from './helpers/cgroups.js';
 import { CLI, startCli } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 import { typeSizeUntil } from './helpers/pty.js';
@@ -347,6 +348,25 @@ describe('procwarden run --pty from a pipe or a file', () => {
     expect(r.status).toBe(0);
     expect(r.stdout.toString()).toMatch(/got \[one\][\s\S]*got \[two\][\s\S]*done/);
   });
+
+  // The cgroup shim's shell execs the command: it used to report the missing interpreter itself,
+  // on the terminal (`./x: 1: exec: ./x: not found`, 127), where process-group mode says why.
+  for (const containment of ['process-group', 'cgroup'] as const) {
+    const skip = containment === 'cgroup' ? cgroupSkipReason() : null;
+    const title = `--containment ${containment}: a script whose #! interpreter is missing is reported as such, 127`;
+    it.skipIf(skip !== null)(skip === null ? title : `${title} (skipped: ${skip})`, async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const script = join(dir, 'no-interpreter');
+      writeFileSync(script, '#!/nonexistent/interpreter\necho ran\n', { mode: 0o755 });
+      const cli = startCli(['run', '--pty', '--containment', containment, '--', script]);
+      leaks.track(cli.child.pid);
+      const r = await cli.done;
+      expect(r.status).toBe(127);
+      expect(r.stderr).toContain(`${script}: its interpreter (the #! line) was not found.`);
+      expect(r.stdout.toString()).toBe('');
+      if (containment === 'cgroup') expect(await hostCgroups(r.pid)).toEqual([]);
+    });
+  }
 
   it('an empty input (</dev/null) is an immediate EOT; the command sees a terminal', async () => {
     const r = await run(['tty']);
