@@ -1,7 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { cgroupSkipReason, hostCgroups } from './helpers/cgroups.js';
 import { CLI, startCli } from './helpers/cli.js';
 import { alive, exists, fixture, LeakGuard, makeTmp, readPids, waitFor } from './helpers/procs.js';
 import { typeSizeUntil } from './helpers/pty.js';
@@ -12,13 +13,14 @@ const leaks = new LeakGuard();
 afterEach(() => leaks.check());
 
 const hasTmux = spawnSync('tmux', ['-V']).status === 0;
+const hasPython = spawnSync('python3', ['-c', '']).status === 0;
 
 /**
  * A tmux server of our own (its own socket, so no one else's sessions are touched) running `script`
- * in a 100x30 window, through a shell that records the terminal's settings before and after
+ * in a 100x30 window (100 x `rows`), through a shell that records the terminal's settings before and after
  * procwarden and procwarden's exit status.
  */
-function inTmux(dir: string, cli: string) {
+function inTmux(dir: string, cli: string, rows = 30) {
   const socket = `procwarden-test-${process.pid}-${Date.now()}`;
   const tmux = (...args: string[]) => {
     const r = spawnSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
@@ -28,7 +30,7 @@ function inTmux(dir: string, cli: string) {
   const script =
     `stty -g > ${dir}/stty.before; ${cli}; echo $? > ${dir}/status.tmp; ` +
     `stty -g > ${dir}/stty.after; mv ${dir}/status.tmp ${dir}/status`;
-  tmux('new-session', '-d', '-s', 'pw', '-x', '100', '-y', '30', 'sh', '-c', script);
+  tmux('new-session', '-d', '-s', 'pw', '-x', '100', '-y', String(rows), 'sh', '-c', script);
   const screen = () => tmux('capture-pane', '-p', '-t', 'pw', '-S', '-100');
   return {
     socket,
@@ -258,6 +260,34 @@ describe.skipIf(!hasTmux)('procwarden run --pty from a terminal (tmux)', () => {
     }
   });
 
+  // stdin is the window's terminal, stdout is not: the size is the window's all the same (it was
+  // 120 x 30, the default, and no resize reached the command).
+  for (const [how, redirect] of [
+    ['stdout to a file', '> OUT'],
+    ['stdout and stderr to a file', '> OUT 2>&1'],
+    ['stdout into a pipe', '2>/dev/null | cat > OUT'],
+  ] as const) {
+    it(`with ${how}: the command gets the window's size, and follows a resize`, async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const out = join(dir, 'out');
+      writeFileSync(
+        join(dir, 'poll.sh'),
+        'while :; do s=$(stty size); echo "size=$s"; [ "$s" = "40 120" ] && exit 0; sleep 0.1; done\n',
+      );
+      const cli = `${process.execPath} ${CLI} run --pty --timeout 60s -- sh ${dir}/poll.sh ${redirect.replace('OUT', out)}`;
+      const t = inTmux(dir, cli, 37);
+      const said = (text: string) => () => exists(out) && readFileSync(out, 'utf8').includes(text);
+      try {
+        await waitFor(said('size=37 100'), { what: 'the size 37 100 in the output' });
+        t.tmux('resize-window', '-t', 'pw', '-x', '120', '-y', '40');
+        expect(await t.status()).toBe(0);
+        expect(said('size=40 120')()).toBe(true);
+      } finally {
+        t.close();
+      }
+    });
+  }
+
   it('SIGTERM to procwarden: the command is stopped, status 143, the terminal is restored', async () => {
     const dir = leaks.trackDir(makeTmp());
     const t = inTmux(dir, `${process.execPath} ${CLI} run --pty -- ${fixture('pty-interactive.sh')} ${dir}`);
@@ -279,6 +309,12 @@ describe('procwarden run --pty from a pipe or a file', () => {
     leaks.track(cli.child.pid);
     return cli.done;
   }
+  // --timeout: a lost EOT shows as 124, not as a test that hangs.
+  async function runTimed(args: string[], input?: string) {
+    const cli = startCli(['run', '--pty', '--timeout', '60s', '--', ...args], { input });
+    leaks.track(cli.child.pid);
+    return cli.done;
+  }
 
   it('piped input is typed into the terminal and ended with EOT: cat echoes it and exits 0', async () => {
     const r = await run(['cat'], 'one\ntwo\n');
@@ -287,6 +323,51 @@ describe('procwarden run --pty from a pipe or a file', () => {
     // (in an order that depends on when cat reads).
     expect(r.stdout.toString().split('\r\n').sort()).toEqual(['', 'one', 'one', 'two', 'two']);
   });
+
+  // The input is all typed before the command has set its terminal up; the EOT must still end it.
+  it.skipIf(!hasPython)(
+    'piped input into a REPL (python3 -q, readline in raw mode): it runs and ends with 0',
+    async () => {
+      const r = await runTimed(['python3', '-q'], 'print(6*7)\n');
+      expect(r.status).toBe(0);
+      expect(r.stdout.toString()).toContain('42');
+    },
+  );
+
+  it('piped input into a command that goes raw, then cooked again, after it started: EOT still ends it', async () => {
+    // As a line editor does: the input arrives in canonical mode, is read in raw mode, and the
+    // command then waits for the rest in canonical mode.
+    const script = 'sleep 0.5; stty -icanon min 1; head -c 5; stty icanon; echo; cat; echo "end $?"';
+    const r = await runTimed(['sh', '-c', script], 'hello\nrest\n');
+    expect(r.status).toBe(0);
+    expect(r.stdout.toString()).toMatch(/hello[\s\S]*rest[\s\S]*end 0/);
+  });
+
+  it('piped lines into sh reading them: each is run, and the EOT ends sh with 0', async () => {
+    const script = 'while read -r l; do echo "got [$l]"; done; echo done';
+    const r = await runTimed(['sh', '-c', script], 'one\ntwo\n');
+    expect(r.status).toBe(0);
+    expect(r.stdout.toString()).toMatch(/got \[one\][\s\S]*got \[two\][\s\S]*done/);
+  });
+
+  // The cgroup shim's shell execs the command: it used to report the missing interpreter itself,
+  // on the terminal (`./x: 1: exec: ./x: not found`, 127), where process-group mode says why.
+  for (const containment of ['process-group', 'cgroup'] as const) {
+    const skip = containment === 'cgroup' ? cgroupSkipReason() : null;
+    const title = `--containment ${containment}: a script whose #! interpreter is missing is reported as such, 127`;
+    it.skipIf(skip !== null)(skip === null ? title : `${title} (skipped: ${skip})`, async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const script = join(dir, 'no-interpreter');
+      writeFileSync(script, '#!/nonexistent/interpreter\necho ran\n', { mode: 0o755 });
+      const cli = startCli(['run', '--pty', '--containment', containment, '--', script]);
+      leaks.track(cli.child.pid);
+      const r = await cli.done;
+      expect(r.status).toBe(127);
+      expect(r.stderr).toContain(`${script}: its interpreter (the #! line) was not found.`);
+      expect(r.stdout.toString()).toBe('');
+      if (containment === 'cgroup') expect(await hostCgroups(r.pid)).toEqual([]);
+    });
+  }
 
   it('an empty input (</dev/null) is an immediate EOT; the command sees a terminal', async () => {
     const r = await run(['tty']);

@@ -1,3 +1,4 @@
+import { closeSync, constants, openSync } from 'node:fs';
 import { tty } from '../lazy-builtins.js';
 import { MAX_PTY_CELLS } from '../options/index.js';
 import type { PtyOptions, RunHandle } from '../types.js';
@@ -21,7 +22,7 @@ export interface PtyConnection {
  */
 export function connectPty(env: Readonly<Record<string, string>> = {}): PtyConnection {
   const stdin = process.stdin;
-  const window = process.stdout.isTTY ? process.stdout : null;
+  const { window, windowFd, closeWindow } = openWindow(stdin);
   const size = sizeOf(window) ?? {};
   // pty.term outranks the run's env.TERM: a TERM the caller asked for (--env) must reach the command.
   const term = stdin.isTTY && process.env.TERM && env.TERM === undefined ? { term: process.env.TERM } : {};
@@ -39,7 +40,7 @@ export function connectPty(env: Readonly<Record<string, string>> = {}): PtyConne
       const typed = (chunk: Buffer) => {
         // Keys read before a SIGCONT handler ran (after a SIGSTOP nothing of ours ran to let the
         // terminal go) or before a SIGWINCH was heard: the command gets the window's size first.
-        if (window && tty().isatty(1)) refreshSize(window);
+        if (window && tty().isatty(windowFd)) refreshSize(window);
         const stdin = handle.stdin;
         if (stdin?.write(chunk) !== false) return;
         input.pause();
@@ -125,7 +126,7 @@ export function connectPty(env: Readonly<Record<string, string>> = {}): PtyConne
               // again: what is typed from then on, keys typed ahead of `fg` too, reaches a command
               // that already has it. Not once the terminal has hung up: the stream would emit an
               // 'error' that `run` takes for a failed write of the output.
-              if (window && tty().isatty(1)) {
+              if (window && tty().isatty(windowFd)) {
                 if (!refreshSize(window)) process.kill(process.pid, 'SIGWINCH');
                 resized();
               }
@@ -137,6 +138,10 @@ export function connectPty(env: Readonly<Record<string, string>> = {}): PtyConne
           });
       process.on('exit', restore);
       window?.on('resize', resized);
+      // Node follows SIGWINCH for process.stdout and process.stderr only; a window opened here
+      // (/dev/tty) is asked for its size on each.
+      const winched = () => refreshSize(window as NodeJS.WriteStream);
+      if (window && windowFd > 2) process.on('SIGWINCH', winched);
       if (held) listen(stdin);
       // Closed now, while no mode of ours is set: closing it later from the background is safe too.
       else unlisten();
@@ -159,10 +164,43 @@ export function connectPty(env: Readonly<Record<string, string>> = {}): PtyConne
         if (!input.destroyed) restore();
         process.off('exit', restore);
         window?.off('resize', resized);
+        process.off('SIGWINCH', winched);
+        closeWindow();
         unlisten();
       };
     },
   };
+}
+
+/**
+ * The terminal whose window the command's terminal follows: stdout's, else stderr's, as a terminal
+ * emulator's; with both redirected (`> f 2>&1`, `| tee`, `$(...)`) while stdin is a terminal, that
+ * terminal's, opened as /dev/tty (as script(1) sizes from the terminal it has). It used to be
+ * stdout's only: a command in `procwarden run --pty ... | tee log` got 120 x 30 and no resize.
+ */
+function openWindow(stdin: NodeJS.ReadStream): {
+  window: NodeJS.WriteStream | null;
+  windowFd: number;
+  closeWindow(): void;
+} {
+  const none = { window: null, windowFd: -1, closeWindow() {} };
+  if (process.stdout.isTTY) return { ...none, window: process.stdout, windowFd: 1 };
+  if (process.stderr.isTTY) return { ...none, window: process.stderr, windowFd: 2 };
+  if (!stdin.isTTY) return none;
+  let fd: number;
+  try {
+    fd = openSync('/dev/tty', constants.O_RDWR | constants.O_NOCTTY);
+  } catch {
+    // No controlling terminal (stdin is a terminal of another session): no window to follow.
+    return none;
+  }
+  try {
+    const window = new (tty().WriteStream)(fd);
+    return { window, windowFd: fd, closeWindow: () => window.destroy() };
+  } catch {
+    closeSync(fd);
+    return none;
+  }
 }
 
 /**

@@ -32,9 +32,20 @@ export function throughShim(plan: LaunchPlan, procsFile: string): LaunchPlan {
     const command = [env, '--', ...lost, file, ...plan.args];
     // The shell must not see what it reads: dash refuses to start on an OPTIND that is no number.
     const shellEnv = Object.fromEntries(Object.entries(plan.env).filter(([name]) => !SHELL_SETS.has(name)));
-    return { ...plan, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, ...command], env: shellEnv };
+    return {
+      ...plan,
+      file: '/bin/sh',
+      args: ['-c', SHIM, plan.file, procsFile, ...command],
+      env: shellEnv,
+      command: plan.file,
+    };
   }
-  return { ...plan, file: '/bin/sh', args: ['-c', SHIM, plan.file, procsFile, plan.file, ...plan.args] };
+  return {
+    ...plan,
+    file: '/bin/sh',
+    args: ['-c', SHIM, plan.file, procsFile, plan.file, ...plan.args],
+    command: plan.file,
+  };
 }
 
 /** What a POSIX shell sets at its start whatever its environment said (dash; bash sets these too). */

@@ -10,6 +10,11 @@ export interface LaunchPlan {
   env: Record<string, string>;
   /** Start the command in a new session and process group (setsid). */
   newSession: boolean;
+  /**
+   * The command's own file when `file` is a program that execs it (the cgroup shim's shell): what a
+   * launcher that checks the exec beforehand (PTY mode) must look at, not the shell.
+   */
+  command?: string;
 }
 
 /**

@@ -51,14 +51,17 @@ export function ptyPlatform(platform: NodeJS.Platform): PtyPlatform {
   return platform === 'win32' ? windows : unix;
 }
 
-/** execvp's search: a name with a slash is a path; otherwise PATH (from the run's env) is searched. */
+/**
+ * execvp's search: a name with a slash is a path; otherwise PATH (from the run's env) is searched.
+ * The command's file, not the cgroup shim's shell that execs it: the shell would report a missing
+ * #! interpreter as its own exit 127, on the terminal.
+ */
 function unixExecCheck(plan: LaunchPlan): NodeJS.ErrnoException | null {
   const base = plan.cwd ?? process.cwd();
-  const candidates = plan.file.includes('/')
-    ? [isAbsolute(plan.file) ? plan.file : join(base, plan.file)]
-    : (plan.env.PATH ?? '/usr/bin:/bin')
-        .split(delimiter)
-        .map((dir) => join(dir === '' ? base : dir, plan.file));
+  const file = plan.command ?? plan.file;
+  const candidates = file.includes('/')
+    ? [isAbsolute(file) ? file : join(base, file)]
+    : (plan.env.PATH ?? '/usr/bin:/bin').split(delimiter).map((dir) => join(dir === '' ? base : dir, file));
   let denied = false;
   for (const path of candidates) {
     try {
@@ -76,10 +79,10 @@ function unixExecCheck(plan: LaunchPlan): NodeJS.ErrnoException | null {
     }
   }
   const code = denied ? 'EACCES' : 'ENOENT';
-  return Object.assign(new Error(`spawn ${plan.file} ${code}`), {
+  return Object.assign(new Error(`spawn ${file} ${code}`), {
     code,
-    syscall: `spawn ${plan.file}`,
-    path: plan.file,
+    syscall: `spawn ${file}`,
+    path: file,
   });
 }
 

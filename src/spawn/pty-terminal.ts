@@ -1,4 +1,5 @@
 import type { LaunchPlan } from '../containment/index.js';
+import type { TerminalReader } from '../tree/index.js';
 import type { PtyOptions } from '../types.js';
 
 /** What the terminal reports to its launcher. */
@@ -17,6 +18,11 @@ export interface PtyTerminal {
   /** Keystrokes into the terminal; returns how many bytes now wait for the terminal to take them. */
   write(data: Buffer | string): number;
   resize(cols: number, rows: number): void;
+  /**
+   * Whether the command's foreground waits for input now (see terminalReader); absent where the
+   * platform cannot tell, and end-of-input is then typed at once.
+   */
+  reader?(): TerminalReader;
   /** Resolves once the terminal is closed by every holder and its output read to the end. */
   readonly outputDone: Promise<void>;
   /** Stops reading and closes procwarden's side of the terminal (after the drain window). */

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type { LaunchPlan } from '../containment/index.js';
 import { tty } from '../lazy-builtins.js';
 import { signalName } from '../options/index.js';
+import { terminalReader } from '../tree/index.js';
 import type { PtyOptions } from '../types.js';
 import { closingFirst } from './pty-closer.js';
 import { holdMaster, openMasters } from './pty-masters.js';
@@ -127,6 +128,7 @@ export function openUnixTerminal(
         // The terminal closed under us: a size no one will read is not an error.
       }
     },
+    reader: () => terminalReader(forked.pid, forked.pty),
     release() {
       input.stop();
       master.destroy();

@@ -133,9 +133,39 @@ class PtyInput extends EventEmitter implements RunStdin {
     return false;
   }
 
+  /**
+   * A terminal has no end of input, only a key the line discipline reads as one (VEOF, ^D) in
+   * canonical mode, and a line editor in raw mode. Typed while the command is still setting its
+   * terminal up, it is read in a mode other than the one it was typed in, and lost: a REPL goes
+   * raw for its line editor once started, and the ^D taken in canonical mode reaches it as a NUL
+   * (`printf 'print(1)\n' | run --pty -- python3` never ended). So, as script(1) does, the key
+   * waits until the command has taken the input before it and waits for more; at most
+   * END_OF_INPUT_WAIT_MS, for a command that never comes to read.
+   */
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    if (!this.exited()) this.term.write(this.platform.endOfInput(this.lineOpen));
+    this.typeEndWhenRead(performance.now());
+  }
+
+  private typeEndWhenRead(since: number, waitedOnce = false): void {
+    if (this.exited()) return;
+    // Only the platform can see the reader; bytes still queued for the terminal are not taken yet.
+    const see = this.term.reader?.bind(this.term);
+    const reader = !see ? 'unknown' : this.term.write(EMPTY) > 0 ? 'busy' : see();
+    const late = performance.now() - since >= END_OF_INPUT_WAIT_MS;
+    // 'waiting' twice in a row: input written just before may still be on its way to the reader
+    // (the kernel hands it to the line discipline from a work queue).
+    if (reader === 'unknown' || late || (reader === 'waiting' && waitedOnce)) {
+      this.term.write(this.platform.endOfInput(this.lineOpen));
+      return;
+    }
+    const timer = setTimeout(() => this.typeEndWhenRead(since, reader === 'waiting'), END_OF_INPUT_POLL_MS);
+    timer.unref();
   }
 }
+
+/** How long end-of-input waits for the command to come to read, before it is typed anyway. */
+export const END_OF_INPUT_WAIT_MS = 10_000;
+const END_OF_INPUT_POLL_MS = 10;
+const EMPTY = Buffer.alloc(0);

@@ -18,6 +18,7 @@ export { PsTable, parsePs } from './ps.js';
 export { ancestorsOf, descendantsOf, indexOf, parentsFirst, type SnapshotIndex } from './relations.js';
 export { type CommandResult, type CommandRunner, execRunner } from './runner.js';
 export { SnapshotTable } from './snapshot.js';
+export { type TerminalReader, terminalReader } from './tty-reader.js';
 export {
   type EnvQuery,
   isGone,
