@@ -131,7 +131,8 @@ export async function reap(options: ReapOptions = {}): Promise<ReapReport> {
             e.record.supervisorStart === dead.start),
       )
     : read.entries;
-  const problems = dead ? [] : read.problems;
+  // A dead host's reaper reports nothing of the directory; its own leftovers it still removes.
+  const problems = dead ? read.problems.filter((p) => p.kind === 'stale') : read.problems;
   const judge = new SupervisorJudge(table);
 
   const runs = await Promise.all(
