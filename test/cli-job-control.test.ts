@@ -64,7 +64,9 @@ function shellInTmux(dir: string) {
     '-s',
     'pw',
     '-x',
-    '120',
+    // Wide: the shell's "Stopped" line names the command by its full path (a Node under a cache
+    // directory is long), and a wrapped line is not matched.
+    '400',
     '-y',
     '40',
     'env',

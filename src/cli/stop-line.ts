@@ -17,7 +17,10 @@ function why(result: RunResult, ctx: StopContext): string | null {
   // A signal that came once the run had ended (`procwarden kill` signals the command and us at once:
   // the command died first and the run was over) stopped nothing: there is no stop to report. It
   // read "got SIGTERM, stopping the command" and no more, the run having no termination to tell.
-  if (ctx.received && result.reason === 'exit') {
+  // The same when the stop came as the run was settling: no termination ran, so none is told.
+  const endedAlone =
+    result.tree.report === undefined && (result.exitSignal !== null || result.exitCode !== null);
+  if (ctx.received && (result.reason === 'exit' || endedAlone)) {
     const ended = result.exitSignal ? `died of ${result.exitSignal}` : `exited ${result.exitCode}`;
     const left = result.tree.report && result.tree.report.signalled > 0 ? ' and left processes behind' : '';
     return `got ${ctx.received} after the command had ended (it ${ended}${left})`;
