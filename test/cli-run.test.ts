@@ -343,12 +343,13 @@ describe('procwarden run: signals sent to procwarden', () => {
       const killed = await runCliKill(cli.child.pid ?? 0);
       expect(killed).toBe(0);
       const r = await cli.done;
-      expect(r.status).toBe(143);
-      expect(ownLines(r.stderr)).toEqual([
-        expect.stringMatching(
-          /^procwarden: got SIGTERM(, stopping the command; (SIGTERM to 1 process; no SIGKILL needed; all gone in .+|nothing was left to signal)| after the command had ended \(it died of SIGTERM\))$/,
-        ),
-      ]);
+      // Our SIGTERM may land once the run is over and our handlers are gone: then we die of it,
+      // which a shell reads as 143 too, and there is no stop to tell. Any line said is whole.
+      expect(r.status === 143 || r.signal === 'SIGTERM', `${r.status} ${r.signal}`).toBe(true);
+      const whole =
+        /^procwarden: got SIGTERM(, stopping the command; (SIGTERM to 1 process; no SIGKILL needed; all gone in .+|nothing was left to signal)| after the command had ended \(it died of SIGTERM\))$/;
+      if (r.status === 143) expect(ownLines(r.stderr)).toEqual([expect.stringMatching(whole)]);
+      else for (const line of ownLines(r.stderr)) expect(line).toMatch(whole);
     }
   }, 120_000);
 
