@@ -162,5 +162,11 @@ describe('stopLine', () => {
     ended.tree.report = null;
     const line = stopLine(ended, { ...ctx, received: 'SIGTERM' }, painter(false));
     expect(line).toBe('procwarden: got SIGTERM after the command had ended (it died of SIGTERM)');
+    // The run ended with reason 'signal' (the command's death was heard before our own SIGTERM),
+    // and no termination ran: the report is null, not undefined. CI saw the bare line on Node 24.
+    ended.reason = 'signal';
+    expect(stopLine(ended, { ...ctx, received: 'SIGTERM' }, painter(false))).toBe(
+      'procwarden: got SIGTERM after the command had ended (it died of SIGTERM)',
+    );
   });
 });
