@@ -6,7 +6,16 @@ import { CgroupHost } from '../src/containment/index.js';
 import { type RunSpec, reap, Supervisor } from '../src/index.js';
 import { cgroupOf, cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';
 import { startHost } from './helpers/host.js';
-import { alive, cookieHolders, fixture, LeakGuard, makeTmp, startTime, waitFor } from './helpers/procs.js';
+import {
+  alive,
+  cookieHolders,
+  fixture,
+  LeakGuard,
+  makeTmp,
+  spawnedStart,
+  startTime,
+  waitFor,
+} from './helpers/procs.js';
 import { deadRecord, writableCgroupMount } from './helpers/reap.js';
 
 /**
@@ -37,11 +46,10 @@ function parseParent(dir: string): { pid: number; start: string } {
 
 const readPid = (file: string) =>
   waitFor(() => existsSync(file) && Number(readFileSync(file, 'utf8')), { what: file });
-/** A host's parent cgroups: younger than this test process (an older one of that pid was another's). */
-const SELF_START = Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ')[19] ?? 0);
+/** A host's parent cgroup, by its pid and start: a pid alone may be another test's host by now. */
 const ofHost = (pid: number) =>
   readdirSync(dirname(parentCgroup() as string)).filter(
-    (n) => n.startsWith(`procwarden-${pid}-`) && Number(n.split('-').at(-1)) >= SELF_START,
+    (n) => n === `procwarden-${pid}-${spawnedStart(pid)}`,
   );
 
 describe.skipIf(skip !== null)(

@@ -15,7 +15,16 @@ import { type ReapReport, reap, Supervisor } from '../src/index.js';
 import { type EnvQuery, type ProcessTable, ProcfsTable, type Sweep } from '../src/tree/index.js';
 import { sweepCgroups } from './helpers/cgroups.js';
 import { journalFiles, startHost } from './helpers/host.js';
-import { alive, fixture, LeakGuard, makeTmp, readPids, startTime, waitFor } from './helpers/procs.js';
+import {
+  alive,
+  fixture,
+  LeakGuard,
+  makeTmp,
+  readPids,
+  spawnedStart,
+  startTime,
+  waitFor,
+} from './helpers/procs.js';
 import { deadRecord, writableCgroupMount } from './helpers/reap.js';
 
 const leaks = new LeakGuard();
@@ -31,16 +40,16 @@ afterEach(async () => {
 
 const cgroups = writableCgroupMount();
 
-/** Parent cgroups a (dead) host's supervisor made, `procwarden-<pid>-<start>` beside ours. */
+/**
+ * The parent cgroup a (dead) host's supervisor made, `procwarden-<pid>-<start>` beside ours: by
+ * its start too, as a pid number may be another test's host by now.
+ */
 function hostCgroups(hostPid: number | undefined): string[] {
   const own = readFileSync('/proc/self/cgroup', 'utf8').match(/^0::(.*)$/m)?.[1];
-  if (typeof cgroups !== 'string' || own === undefined) return [];
+  if (typeof cgroups !== 'string' || own === undefined || !hostPid) return [];
+  const name = `procwarden-${hostPid}-${spawnedStart(hostPid)}`;
   try {
-    // Younger than this test process: an older one of that pid number was another process's.
-    const self = Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ')[19] ?? 0);
-    return readdirSync(join(cgroups, own)).filter(
-      (n) => n.startsWith(`procwarden-${hostPid}-`) && Number(n.split('-').at(-1)) >= self,
-    );
+    return readdirSync(join(cgroups, own)).filter((n) => n === name);
   } catch {
     return [];
   }

@@ -18,8 +18,7 @@ function why(result: RunResult, ctx: StopContext): string | null {
   // the command died first and the run was over) stopped nothing: there is no stop to report. It
   // read "got SIGTERM, stopping the command" and no more, the run having no termination to tell.
   // The same when the stop came as the run was settling: no termination ran, so none is told.
-  const endedAlone =
-    result.tree.report === null && (result.exitSignal !== null || result.exitCode !== null);
+  const endedAlone = result.tree.report === null && (result.exitSignal !== null || result.exitCode !== null);
   if (ctx.received && (result.reason === 'exit' || endedAlone)) {
     const ended = result.exitSignal ? `died of ${result.exitSignal}` : `exited ${result.exitCode}`;
     const left = result.tree.report && result.tree.report.signalled > 0 ? ' and left processes behind' : '';

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CgroupHost } from '../../src/containment/index.js';
+import { spawnedStart, startTime } from './procs.js';
 
 /** Why cgroup tests cannot run here, or null when they can (root and a writable cgroup v2). */
 export function cgroupSkipReason(): string | null {
@@ -34,28 +35,24 @@ function subtree(dir: string): string[] {
  * ours and are named after its pid and start time.
  */
 export function sweepCgroups(host?: { pid: number; start: string }): Promise<string[]> {
-  return sweep(host ? `procwarden-${host.pid}-${host.start}` : `procwarden-${process.pid}-`, !!host);
+  return sweep(`procwarden-${host?.pid ?? process.pid}-${host?.start ?? startTime(process.pid)}`);
 }
 
 /**
- * The same for the supervisors of another process (a host this test started, now dead). Only
- * cgroups younger than this test process: an older one of the same pid number is another process's
- * (a run SIGKILLed with its guard, in an earlier session on this machine), not this host's.
+ * The same for the supervisors of another process (a host startHost or startCli started, now
+ * dead), by its pid and the start time noted at its spawn: a pid alone may by now be another
+ * test's host, whose live run a sweep would kill.
  */
 export function hostCgroups(pid: number): Promise<string[]> {
-  return sweep(`procwarden-${pid}-`, false, OWN_START);
+  return sweep(`procwarden-${pid}-${spawnedStart(pid)}`);
 }
 
-/** This process's start time (clock ticks since boot): every host it started is younger. */
-const OWN_START = Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]?.split(' ')[19] ?? 0);
-
-async function sweep(prefix: string, exact = false, youngerThan = 0): Promise<string[]> {
+/** Kills and removes the parent cgroup NAME beside ours and what is below it; returns what was there. */
+async function sweep(name: string): Promise<string[]> {
   const parent = parentCgroup();
   if (!parent) return [];
   const base = dirname(parent);
-  const mine = readdirSync(base).filter(
-    (n) => (exact ? n === prefix : n.startsWith(prefix)) && Number(n.split('-').at(-1) ?? 0) >= youngerThan,
-  );
+  const mine = readdirSync(base).filter((n) => n === name);
   const left: string[] = [];
   for (const name of mine) {
     const dirs = subtree(join(base, name));

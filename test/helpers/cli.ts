@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { noteSpawned } from './procs.js';
 
 /** The built CLI (npm test builds before vitest runs). */
 export const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
@@ -29,6 +30,7 @@ export function startCli(args: string[], options: CliOptions = {}) {
     cwd: options.cwd,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  noteSpawned(child.pid);
   const out: Buffer[] = [];
   let err = '';
   child.stdout?.on('data', (c: Buffer) => out.push(c));

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { fixture, waitFor } from './procs.js';
+import { fixture, noteSpawned, waitFor } from './procs.js';
 
 /** A host script (a Node process using the built library) and the lines it printed. */
 export interface Host {
@@ -20,6 +20,7 @@ export function startHost(script: string, args: string[], env: Record<string, st
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
+  noteSpawned(child.pid);
   const lines: string[] = [];
   let buffer = '';
   child.stdout?.on('data', (chunk: Buffer) => {

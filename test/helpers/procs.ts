@@ -34,6 +34,27 @@ export function killEach(pids: Iterable<number>): void {
   }
 }
 
+/**
+ * Start times of the processes the helpers spawned, read while they were still our unreaped
+ * children: a pid number alone names another process once it is reused, and pids wrap fast on a
+ * machine whose pid_max is 32768 (a cgroup sweep by pid alone once killed another test's run).
+ */
+const spawned = new Map<number, string>();
+
+/** Notes a child's start time; call it right after spawn(), before the loop can reap it. */
+export function noteSpawned(pid: number | undefined): void {
+  const start = pid ? startTime(pid) : null;
+  if (pid && start) spawned.set(pid, start);
+}
+
+/** The start time noted for a child of ours; throws for a pid no helper spawned. */
+export function spawnedStart(pid: number): string {
+  const start = spawned.get(pid);
+  if (start === undefined)
+    throw new Error(`pid ${pid} was not spawned by startHost/startCli: its start is unknown`);
+  return start;
+}
+
 export function startTime(pid: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
