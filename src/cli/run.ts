@@ -9,6 +9,7 @@ import type { ContainmentMode, RunHandle, RunResult, RunSpec } from '../types.js
 import { parseOptions, splitAtCommand, UsageError } from './args.js';
 import { painter, useColour } from './colour.js';
 import { dieOfAtExit } from './die-of.js';
+import type { EarlySignals } from './early-signals.js';
 import { EXIT_FAILED } from './exit-codes.js';
 import { deathSignal, runStatus } from './exit-status.js';
 import { onControllingTerminal } from './foreground.js';
@@ -132,7 +133,7 @@ function stdoutHungUp(): boolean {
   return process.stdout.isTTY === true && !tty().isatty(1);
 }
 
-export async function runCommand(args: string[]): Promise<number> {
+export async function runCommand(args: string[], _prog: string, early?: EarlySignals): Promise<number> {
   const { ours, rest } = splitAtCommand(args, OPTIONS, { optionalValue: ['json'] });
   const { values } = parseOptions(ours, OPTIONS, EXIT_FAILED);
   if (values.help) {
@@ -227,10 +228,10 @@ export async function runCommand(args: string[]): Promise<number> {
     if (handle?.pid !== undefined && handle.state !== 'exited')
       signalTree(handle.pid, 'SIGCONT').catch(() => {});
   };
-  const unlisten = onStopSignals(stop);
+  const signals = onStopSignals(stop, early);
   const unignore = inheritGroup ? keepRunningWhileTheJobReads(continueJob) : () => {};
   const uninstall = () => {
-    unlisten();
+    signals.uninstall();
     unignore();
   };
   try {
@@ -239,6 +240,7 @@ export async function runCommand(args: string[]): Promise<number> {
     uninstall();
     throw error;
   }
+  signals.replayEarly();
   const detach = terminal?.attach(handle);
   // A stream that fails is written to no more (a destroyed stream fails every write at once: the
   // command's output would spin through it). Its reader went away (`procwarden run -- yes | head

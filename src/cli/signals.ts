@@ -1,4 +1,5 @@
 import { stopListening, TERMINATING_SIGNALS } from '../supervisor/index.js';
+import type { EarlySignals } from './early-signals.js';
 import { ownPipeBroke } from './write-now.js';
 
 /**
@@ -24,11 +25,22 @@ export function profiled(): boolean {
 /** What a terminal sends to its foreground job: `run` passes these on as they are. */
 export const TERMINAL_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGQUIT', 'SIGHUP'];
 
+export interface StopSignals {
+  /** Passes on the signals that came while the CLI loaded, as if they came now: once there is a run. */
+  replayEarly(): void;
+  uninstall(): void;
+}
+
 /**
  * Calls `onSignal` for every stop signal procwarden receives while the run lives (with how many
- * arrived so far, so a second Ctrl-C can mean "now"). Returns a function that uninstalls it.
+ * arrived so far, so a second Ctrl-C can mean "now"). Those the entry recorded before we listened
+ * are taken from `early` now, with no moment between in which a signal would kill us, and counted
+ * first when replayed.
  */
-export function onStopSignals(onSignal: (signal: NodeJS.Signals, count: number) => void): () => void {
+export function onStopSignals(
+  onSignal: (signal: NodeJS.Signals, count: number) => void,
+  early?: EarlySignals,
+): StopSignals {
   let count = 0;
   const handler = (signal: NodeJS.Signals) => {
     // Our own write into a closed stdout or stderr raises SIGPIPE too, after its EPIPE (which
@@ -38,7 +50,13 @@ export function onStopSignals(onSignal: (signal: NodeJS.Signals, count: number) 
     onSignal(signal, ++count);
   };
   for (const s of STOP_SIGNALS) process.on(s, handler);
-  return () => {
-    for (const s of STOP_SIGNALS) stopListening(s, handler);
+  const pending = early?.take() ?? [];
+  return {
+    replayEarly: () => {
+      for (const signal of pending.splice(0)) handler(signal);
+    },
+    uninstall: () => {
+      for (const s of STOP_SIGNALS) stopListening(s, handler);
+    },
   };
 }

@@ -7,6 +7,7 @@ import { isGone, platformTable } from '../tree/index.js';
 import type { RunHandle, RunResult } from '../types.js';
 import { type OptionToken, parseOptions, splitAtCommand, UsageError } from './args.js';
 import { dieOfAtExit } from './die-of.js';
+import type { EarlySignals } from './early-signals.js';
 import { EXIT_FAILED, EXIT_NOT_FOUND } from './exit-codes.js';
 import { timeoutStatus } from './exit-status.js';
 import { onControllingTerminal } from './foreground.js';
@@ -125,7 +126,7 @@ function readBefore(args: readonly string[], refused: UsageError): { exit: numbe
   throw refused;
 }
 
-export async function timeoutCommand(args: string[], prog: string): Promise<number> {
+export async function timeoutCommand(args: string[], prog: string, early?: EarlySignals): Promise<number> {
   let parsed: ReturnType<typeof split>;
   try {
     parsed = split(args);
@@ -237,7 +238,7 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
   const inheritGroup = !foreground && onControllingTerminal();
   // --foreground too keeps the command in our group: either way its background read stops it, not us.
   const unignore = foreground || inheritGroup ? keepRunningWhileTheJobReads(continueJob) : () => {};
-  const unlisten = onStopSignals((sig) => {
+  const signals = onStopSignals((sig) => {
     // timeout(1) runs its timer on SIGALRM: one sent from outside is the timer firing, whenever.
     if (sig === 'SIGALRM') return fire();
     if (stopping) {
@@ -248,9 +249,9 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     if (!untouched()) return;
     received = sig;
     begin(sig, `got ${sig}`);
-  });
+  }, early);
   const uninstall = () => {
-    unlisten();
+    signals.uninstall();
     unignore();
   };
   try {
@@ -281,6 +282,7 @@ export async function timeoutCommand(args: string[], prog: string): Promise<numb
     if (isProcwardenError(error)) throw new UsageError(error.message, EXIT_FAILED, false);
     throw error;
   }
+  signals.replayEarly();
 
   later(timeoutMs, fire);
 

@@ -21,11 +21,15 @@ export interface CliOptions {
   /** Run this file instead of dist/cli/main.js (a `timeout` link to it, say). */
   script?: string;
   cwd?: string;
+  /** A program the CLI runs under, with its arguments (strace): it starts `node CLI ARGS`. */
+  under?: string[];
 }
 
 /** Starts the CLI as a child process; stdout is collected as bytes, stderr as text. */
 export function startCli(args: string[], options: CliOptions = {}) {
-  const child: ChildProcess = spawn(process.execPath, [options.script ?? CLI, ...args], {
+  const node = [process.execPath, options.script ?? CLI, ...args];
+  const [file, ...rest] = [...(options.under ?? []), ...node] as [string, ...string[]];
+  const child: ChildProcess = spawn(file, rest, {
     env: { ...process.env, NO_COLOR: undefined, ...options.env },
     cwd: options.cwd,
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -1,0 +1,46 @@
+/**
+ * A stop signal that comes while the CLI is still loading (over a second on a loaded machine) would
+ * kill us with the default action before `run` or `timeout` listens, and the command it was meant
+ * for would never hear of it. The entry's first statement records them instead; the command takes
+ * them once its own handlers are in place, and passes them on as if they had come then.
+ *
+ * Nothing here may import anything: this runs before the rest of the CLI is loaded.
+ */
+const EARLY: readonly NodeJS.Signals[] =
+  process.platform === 'win32' ? ['SIGINT', 'SIGTERM', 'SIGHUP'] : ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGTERM'];
+
+export interface EarlySignals {
+  /** Stops recording and returns what came, in order: call it once the command's handlers listen. */
+  take(): NodeJS.Signals[];
+  /**
+   * For a run that ends before taking them (a usage error): stops recording, and a signal that came
+   * ends us as it would have without the recorder. A signal is heard a turn of the loop after it
+   * came: one that came as the last of our code ran is waited for.
+   */
+  release(): Promise<void>;
+}
+
+/** Starts recording when `wanted` (a command that passes signals on), else records nothing. */
+export function recordEarlySignals(wanted: boolean): EarlySignals {
+  const came: NodeJS.Signals[] = [];
+  const record = (signal: NodeJS.Signals) => {
+    came.push(signal);
+  };
+  let recording = wanted;
+  if (recording) for (const s of EARLY) process.on(s, record);
+  const stop = () => {
+    if (!recording) return false;
+    recording = false;
+    for (const s of EARLY) process.off(s, record);
+    return true;
+  };
+  return {
+    take: () => (stop() ? came.splice(0) : []),
+    release: async () => {
+      if (!recording) return;
+      await new Promise((resolve) => setImmediate(resolve));
+      // Our last listener gone, the default action is back: the signal does what it would have done.
+      if (stop() && came[0]) process.kill(process.pid, came[0]);
+    },
+  };
+}
