@@ -8,8 +8,13 @@ import { liveThreadOf, type ProcessInfo } from '../../src/tree/index.js';
 export const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures');
 export const fixture = (name: string) => join(FIXTURES, name);
 
-/** Alive means: exists and is not a zombie (on these hosts PID 1 never reaps orphans). */
+/**
+ * Alive means: exists and is not a zombie (on these hosts PID 1 never reaps orphans). A pid that
+ * is not one (a pid file not written yet, read as undefined) throws: "not alive" would pass.
+ */
 export function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0)
+    throw new Error(`alive(${pid}): not a pid (a pid file not written yet?)`);
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
