@@ -111,6 +111,21 @@ describe.skipIf(skip !== null)(`a signal while the CLI loads${skip ? ` (skipped:
     expect(r.stderr).toMatch(/unknown option|unrecognized option|--no-such-option/);
   });
 
+  // The spawn refuses a missing --cwd after `run` has taken the signals: they must still end us, as
+  // after any usage error. At the run chunk the signal is not yet heard when they are taken (it is
+  // heard a turn of the loop later, when nothing listened any more: lost); at dispatch it was.
+  for (const at of ['dispatch', 'run']) {
+    it(`a --cwd the spawn refuses after a SIGTERM (at the ${at} chunk): nothing runs, and we die of it`, async () => {
+      const dir = leaks.trackDir(makeTmp('pw-early-'));
+      const missing = join(dir, 'no-such-dir');
+      const cli = startAt(at, 'SIGTERM', join(dir, 'strace.log'), ['run', '--cwd', missing, '--', 'true']);
+      const r = await cli.done;
+      expect(readFileSync(join(dir, 'strace.log'), 'utf8')).toMatch(/si_code=SI_KERNEL/);
+      expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGTERM' });
+      expect(r.stderr).toContain('does not exist');
+    });
+  }
+
   it('another command keeps the default action: `tree` dies of a SIGTERM at once, recording nothing', async () => {
     const dir = leaks.trackDir(makeTmp('pw-early-'));
     const cli = startAt('tree', 'SIGTERM', join(dir, 'strace.log'), ['tree', String(process.pid)]);

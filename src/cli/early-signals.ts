@@ -13,8 +13,15 @@ export interface EarlySignals {
   /** Stops recording and returns what came, in order: call it once the command's handlers listen. */
   take(): NodeJS.Signals[];
   /**
-   * For a run that ends before taking them (a usage error): stops recording, and a signal that came
-   * ends us as it would have without the recorder. A signal is heard a turn of the loop after it
+   * For a command that took them and then started nothing (the spawn refused it: a missing --cwd):
+   * they are recorded again, with any that came since and were not yet heard (a signal is heard a
+   * turn of the loop after it came: one that came as the command loaded may still be on its way),
+   * until `release` ends us with them. Call it before the command stops listening.
+   */
+  giveBack(signals: readonly NodeJS.Signals[]): void;
+  /**
+   * For a run that ends before taking them (a usage error), or that gave them back: stops
+   * recording, and a signal that came ends us as it would have without the recorder. A signal is heard a turn of the loop after it
    * came: one that came as the last of our code ran is waited for.
    */
   release(): Promise<void>;
@@ -26,8 +33,13 @@ export function recordEarlySignals(wanted: boolean): EarlySignals {
   const record = (signal: NodeJS.Signals) => {
     came.push(signal);
   };
-  let recording = wanted;
-  if (recording) for (const s of EARLY) process.on(s, record);
+  let recording = false;
+  const start = () => {
+    if (recording) return;
+    recording = true;
+    for (const s of EARLY) process.on(s, record);
+  };
+  if (wanted) start();
   const stop = () => {
     if (!recording) return false;
     recording = false;
@@ -36,6 +48,10 @@ export function recordEarlySignals(wanted: boolean): EarlySignals {
   };
   return {
     take: () => (stop() ? came.splice(0) : []),
+    giveBack: (signals) => {
+      came.unshift(...signals);
+      start();
+    },
     release: async () => {
       if (!recording) return;
       await new Promise((resolve) => setImmediate(resolve));
