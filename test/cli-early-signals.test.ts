@@ -126,6 +126,31 @@ describe.skipIf(skip !== null)(`a signal while the CLI loads${skip ? ` (skipped:
     });
   }
 
+  // `--json FIFO` waits in open(2) for a reader, before `run` listens: a signal must end it there as
+  // it did before the entry recorded signals (the loop cannot turn to hear a recorded one: it hung).
+  it('run --json to a FIFO no one reads: a SIGTERM while it waits for a reader ends it', async () => {
+    const dir = leaks.trackDir(makeTmp('pw-early-'));
+    const fifo = join(dir, 'result.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const cli = startCli(['run', '--json', fifo, '--', 'true']);
+    const pid = cli.child.pid as number;
+    leaks.track(pid);
+    const waiting = () => {
+      try {
+        return readFileSync(`/proc/${pid}/wchan`, 'utf8').includes('partner');
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 200 && !waiting(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(waiting()).toBe(true);
+    process.kill(pid, 'SIGTERM');
+    const hung = setTimeout(() => cli.child.kill('SIGKILL'), 3000);
+    const r = await cli.done;
+    clearTimeout(hung);
+    expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGTERM' });
+  });
+
   it('another command keeps the default action: `tree` dies of a SIGTERM at once, recording nothing', async () => {
     const dir = leaks.trackDir(makeTmp('pw-early-'));
     const cli = startAt('tree', 'SIGTERM', join(dir, 'strace.log'), ['tree', String(process.pid)]);

@@ -20,6 +20,12 @@ export interface EarlySignals {
    */
   giveBack(signals: readonly NodeJS.Signals[]): void;
   /**
+   * Runs `fn`, which may block for as long as another process likes (opening a FIFO that no one
+   * reads yet), with the default actions back, as without the recorder: a signal then ends us, not
+   * waits unheard for a loop that cannot turn. One that came before ends us first.
+   */
+  unguarded<T>(fn: () => T): Promise<T>;
+  /**
    * For a run that ends before taking them (a usage error), or that gave them back: stops
    * recording, and a signal that came ends us as it would have without the recorder. A signal is heard a turn of the loop after it
    * came: one that came as the last of our code ran is waited for.
@@ -51,6 +57,19 @@ export function recordEarlySignals(wanted: boolean): EarlySignals {
     giveBack: (signals) => {
       came.unshift(...signals);
       start();
+    },
+    unguarded: async (fn) => {
+      if (!recording) return fn();
+      // One that came as the last of our code ran is heard a turn of the loop later.
+      await new Promise((resolve) => setImmediate(resolve));
+      stop();
+      // Where it does not end us (pid 1 of a namespace), it is recorded still, and passed on.
+      if (came[0]) process.kill(process.pid, came[0]);
+      try {
+        return fn();
+      } finally {
+        start();
+      }
     },
     release: async () => {
       if (!recording) return;
