@@ -25,9 +25,12 @@ function straceSkipReason(): string | null {
 }
 const skip = straceSkipReason();
 
-/** The built chunk of the CLI whose name starts with `name-` (rolldown adds a hash). */
+/**
+ * The built CLI's chunk `name-HASH.cjs` (rolldown adds an 8-character hash), and no other: for
+ * `tree`, a prefix alone may find `tree-kill.cjs` (whichever the directory lists first).
+ */
 function chunk(name: string): string {
-  const file = readdirSync(CHUNKS).find((f) => f.startsWith(`${name}-`) && f.endsWith('.cjs'));
+  const file = readdirSync(CHUNKS).find((f) => new RegExp(`^${name}-[\\w-]{8}\\.cjs$`).test(f));
   if (!file) throw new Error(`no ${name} chunk in ${CHUNKS}: is dist built?`);
   return join(CHUNKS, file);
 }
