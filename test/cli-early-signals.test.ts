@@ -25,9 +25,12 @@ function straceSkipReason(): string | null {
 }
 const skip = straceSkipReason();
 
-/** The built chunk of the CLI whose name starts with `name-` (rolldown adds a hash). */
+/**
+ * The built CLI's chunk `name-HASH.cjs` (rolldown adds an 8-character hash), and no other: for
+ * `tree`, a prefix alone may find `tree-kill.cjs` (whichever the directory lists first).
+ */
 function chunk(name: string): string {
-  const file = readdirSync(CHUNKS).find((f) => f.startsWith(`${name}-`) && f.endsWith('.cjs'));
+  const file = readdirSync(CHUNKS).find((f) => new RegExp(`^${name}-[\\w-]{8}\\.cjs$`).test(f));
   if (!file) throw new Error(`no ${name} chunk in ${CHUNKS}: is dist built?`);
   return join(CHUNKS, file);
 }
@@ -109,6 +112,46 @@ describe.skipIf(skip !== null)(`a signal while the CLI loads${skip ? ` (skipped:
     const r = await cli.done;
     expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGTERM' });
     expect(r.stderr).toMatch(/unknown option|unrecognized option|--no-such-option/);
+  });
+
+  // The spawn refuses a missing --cwd after `run` has taken the signals: they must still end us, as
+  // after any usage error. At the run chunk the signal is not yet heard when they are taken (it is
+  // heard a turn of the loop later, when nothing listened any more: lost); at dispatch it was.
+  for (const at of ['dispatch', 'run']) {
+    it(`a --cwd the spawn refuses after a SIGTERM (at the ${at} chunk): nothing runs, and we die of it`, async () => {
+      const dir = leaks.trackDir(makeTmp('pw-early-'));
+      const missing = join(dir, 'no-such-dir');
+      const cli = startAt(at, 'SIGTERM', join(dir, 'strace.log'), ['run', '--cwd', missing, '--', 'true']);
+      const r = await cli.done;
+      expect(readFileSync(join(dir, 'strace.log'), 'utf8')).toMatch(/si_code=SI_KERNEL/);
+      expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGTERM' });
+      expect(r.stderr).toContain('does not exist');
+    });
+  }
+
+  // `--json FIFO` waits in open(2) for a reader, before `run` listens: a signal must end it there as
+  // it did before the entry recorded signals (the loop cannot turn to hear a recorded one: it hung).
+  it('run --json to a FIFO no one reads: a SIGTERM while it waits for a reader ends it', async () => {
+    const dir = leaks.trackDir(makeTmp('pw-early-'));
+    const fifo = join(dir, 'result.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const cli = startCli(['run', '--json', fifo, '--', 'true']);
+    const pid = cli.child.pid as number;
+    leaks.track(pid);
+    const waiting = () => {
+      try {
+        return readFileSync(`/proc/${pid}/wchan`, 'utf8').includes('partner');
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 200 && !waiting(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(waiting()).toBe(true);
+    process.kill(pid, 'SIGTERM');
+    const hung = setTimeout(() => cli.child.kill('SIGKILL'), 3000);
+    const r = await cli.done;
+    clearTimeout(hung);
+    expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGTERM' });
   });
 
   it('another command keeps the default action: `tree` dies of a SIGTERM at once, recording nothing', async () => {

@@ -13,8 +13,21 @@ export interface EarlySignals {
   /** Stops recording and returns what came, in order: call it once the command's handlers listen. */
   take(): NodeJS.Signals[];
   /**
-   * For a run that ends before taking them (a usage error): stops recording, and a signal that came
-   * ends us as it would have without the recorder. A signal is heard a turn of the loop after it
+   * For a command that took them and then started nothing (the spawn refused it: a missing --cwd):
+   * they are recorded again, with any that came since and were not yet heard (a signal is heard a
+   * turn of the loop after it came: one that came as the command loaded may still be on its way),
+   * until `release` ends us with them. Call it before the command stops listening.
+   */
+  giveBack(signals: readonly NodeJS.Signals[]): void;
+  /**
+   * Runs `fn`, which may block for as long as another process likes (opening a FIFO that no one
+   * reads yet), with the default actions back, as without the recorder: a signal then ends us, not
+   * waits unheard for a loop that cannot turn. One that came before ends us first.
+   */
+  unguarded<T>(fn: () => T): Promise<T>;
+  /**
+   * For a run that ends before taking them (a usage error), or that gave them back: stops
+   * recording, and a signal that came ends us as it would have without the recorder. A signal is heard a turn of the loop after it
    * came: one that came as the last of our code ran is waited for.
    */
   release(): Promise<void>;
@@ -26,8 +39,13 @@ export function recordEarlySignals(wanted: boolean): EarlySignals {
   const record = (signal: NodeJS.Signals) => {
     came.push(signal);
   };
-  let recording = wanted;
-  if (recording) for (const s of EARLY) process.on(s, record);
+  let recording = false;
+  const start = () => {
+    if (recording) return;
+    recording = true;
+    for (const s of EARLY) process.on(s, record);
+  };
+  if (wanted) start();
   const stop = () => {
     if (!recording) return false;
     recording = false;
@@ -36,6 +54,23 @@ export function recordEarlySignals(wanted: boolean): EarlySignals {
   };
   return {
     take: () => (stop() ? came.splice(0) : []),
+    giveBack: (signals) => {
+      came.unshift(...signals);
+      start();
+    },
+    unguarded: async (fn) => {
+      if (!recording) return fn();
+      // One that came as the last of our code ran is heard a turn of the loop later.
+      await new Promise((resolve) => setImmediate(resolve));
+      stop();
+      // Where it does not end us (pid 1 of a namespace), it is recorded still, and passed on.
+      if (came[0]) process.kill(process.pid, came[0]);
+      try {
+        return fn();
+      } finally {
+        start();
+      }
+    },
     release: async () => {
       if (!recording) return;
       await new Promise((resolve) => setImmediate(resolve));

@@ -1,4 +1,4 @@
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, statSync } from 'node:fs';
 import { isProcwardenError } from '../errors.js';
 import { signalTree } from '../kill/index.js';
 import { tty } from '../lazy-builtins.js';
@@ -69,6 +69,14 @@ type JsonSink = (text: string) => Promise<NodeJS.ErrnoException | null>;
  * Where --json goes: a file (opened now, so a bad path fails before anything runs), stdout or
  * stderr. Writing it says whether it got there: the status depends on it.
  */
+function isFifo(path: string): boolean {
+  try {
+    return statSync(path).isFIFO();
+  } catch {
+    return false;
+  }
+}
+
 function openJsonSink(target: string | undefined, terminals: TerminalOuts): JsonSink | null {
   if (target === undefined) return null;
   const toStream =
@@ -166,7 +174,11 @@ export async function runCommand(args: string[], _prog: string, early?: EarlySig
     if (terminals[2]) terminals[2].write(Buffer.from(text));
     else process.stderr.write(text);
   };
-  const writeJson = openJsonSink(values.json, terminals);
+  // Opening a FIFO waits for its reader, for ever if none comes: a stop signal meanwhile must end
+  // us, as before we listened, not wait unheard (one that came before ends us then: nothing runs).
+  const openJson = () => openJsonSink(values.json, terminals);
+  const writeJson =
+    early && values.json && isFifo(values.json) ? await early.unguarded(openJson) : openJson();
 
   let stdoutOpen = true;
   let stderrOpen = true;

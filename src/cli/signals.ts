@@ -28,6 +28,7 @@ export const TERMINAL_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGQUIT',
 export interface StopSignals {
   /** Passes on the signals that came while the CLI loaded, as if they came now: once there is a run. */
   replayEarly(): void;
+  /** Stops listening; before any replay (no run was started), what came goes back to `early`. */
   uninstall(): void;
 }
 
@@ -51,11 +52,17 @@ export function onStopSignals(
   };
   for (const s of STOP_SIGNALS) process.on(s, handler);
   const pending = early?.take() ?? [];
+  let replayed = false;
   return {
     replayEarly: () => {
+      replayed = true;
       for (const signal of pending.splice(0)) handler(signal);
     },
     uninstall: () => {
+      // The spawn refused the run (a missing --cwd): the signals taken, and one that came as the
+      // command loaded and is not yet heard, end us as after any usage error (EarlySignals.release),
+      // not lost to a 125 as if they had never come. Recording again before we stop listening.
+      if (!replayed) early?.giveBack(pending.splice(0));
       for (const s of STOP_SIGNALS) stopListening(s, handler);
     },
   };
