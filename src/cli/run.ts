@@ -65,10 +65,6 @@ function parseEnv(pairs: readonly string[] = []): Record<string, string> {
 
 type JsonSink = (text: string) => Promise<NodeJS.ErrnoException | null>;
 
-/**
- * Where --json goes: a file (opened now, so a bad path fails before anything runs), stdout or
- * stderr. Writing it says whether it got there: the status depends on it.
- */
 function isFifo(path: string): boolean {
   try {
     return statSync(path).isFIFO();
@@ -77,6 +73,10 @@ function isFifo(path: string): boolean {
   }
 }
 
+/**
+ * Where --json goes: a file (opened now, so a bad path fails before anything runs), stdout or
+ * stderr. Writing it says whether it got there: the status depends on it.
+ */
 function openJsonSink(target: string | undefined, terminals: TerminalOuts): JsonSink | null {
   if (target === undefined) return null;
   const toStream =
