@@ -89,9 +89,11 @@ describe.skipIf(skip !== null)(
           ...gnu(['-s', n, '1', 'true']),
         });
       }
-      // The command says which signal reached it: RTMIN+10, 300 & 0xFF (44).
-      const script = 'trap "echo got RTMIN+10; exit 7" RTMIN+10; sleep 10 & wait';
-      const args = ['-s', '300', '0.3', 'bash', '-c', script];
+      // The command says which signal reached it: RTMIN+10, 300 & 0xFF (44). Its trap set, it fires
+      // its timeout's timer itself (SIGALRM to a timeout is the timer running out): under load a
+      // 0.3 s timer ran out before bash had set the trap, under GNU's timeout as under ours.
+      const script = 'trap "echo got RTMIN+10; exit 7" RTMIN+10; kill -ALRM $PPID; sleep 10 & wait';
+      const args = ['-s', '300', '30', 'bash', '-c', script];
       const ours = await runCli(['timeout', ...args]);
       leaks.track(ours.pid);
       const theirs = spawnSync(COREUTILS, args, { encoding: 'utf8', timeout: 10_000 });
