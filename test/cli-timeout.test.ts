@@ -864,7 +864,10 @@ describe("procwarden timeout: the cases coreutils' own tests check", () => {
     for (const d of ['0x10', '1E1', ' 1', 'infs', '0X1p+1d']) {
       expect({ d, status: (await timeout([d, 'true'])).status }).toEqual({ d, status: 0 });
     }
-    expect((await timeout(['-k', '0x.4', '0.1', 'sh', '-c', 'trap "" TERM; sleep 10'])).status).toBe(137);
+    // -k's hexadecimal: the command ignores TERM, then fires the timer itself (SIGALRM to timeout):
+    // a 0.1 s timer could run out before sh had set its trap on a loaded machine.
+    const ignorer = ['sh', '-c', 'trap "" TERM; kill -ALRM $PPID; sleep 10'];
+    expect((await timeout(['-k', '0x.4', '30', ...ignorer])).status).toBe(137);
   });
 
   it('-p and -f, the short forms of --preserve-status and --foreground (POSIX.1-2024)', async () => {
