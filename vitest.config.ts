@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     pool: 'forks',
     include: ['test/**/*.test.ts'],
-    globalSetup: ['test/helpers/built.ts', 'test/helpers/state-dir.ts'],
+    globalSetup: ['test/helpers/built.ts', 'test/helpers/state-dir.ts', 'test/helpers/no-bashrc.ts'],
     testTimeout: 60_000,
     hookTimeout: 30_000,
     // Real processes and real time. Most of a test's time is spent waiting on processes (a grace, a
