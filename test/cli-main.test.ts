@@ -44,6 +44,14 @@ describe('procwarden (no command)', () => {
     expect(unknown.stderr).toBe(
       "procwarden: unknown command 'frobnicate'\nTry 'procwarden --help' for more information.\n",
     );
+    // The command table is read by its own keys: what every object inherits names no command.
+    for (const name of ['constructor', '__proto__', 'toString']) {
+      const inherited = await runCli([name]);
+      expect({ status: inherited.status, stderr: inherited.stderr.split('\n')[0] }).toEqual({
+        status: 2,
+        stderr: `procwarden: unknown command '${name}'`,
+      });
+    }
     const option = await runCli(['--frob']);
     expect(option.status).toBe(2);
     expect(option.stderr.split('\n')[0]).toBe("procwarden: unrecognized option '--frob'");
