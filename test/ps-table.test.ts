@@ -308,11 +308,12 @@ describe('forced on Linux: what a supervised run costs in ps calls', () => {
     const { sup, counter } = counted();
     const r = await sup.spawn({ argv: ['/bin/true'], containment: 'process-group' }).result;
     expect(r.reason).toBe('exit');
-    // None. The identity of the child is read ROOT_READ_DELAY_MS after its spawn, and a root reaped
-    // sooner is let go unread (1 call when it was read at once, shared by the journal). The leftover
-    // check needs no ps call when the run's group is empty and the root is all it remembers: a scan
-    // could find nothing (3 calls when it took one snapshot and its confirming rescan anyway).
-    expect(counter.calls).toBe(0);
+    // At most one. The identity of the child is read ROOT_READ_DELAY_MS after its spawn, and a root
+    // reaped sooner is let go unread: none then; on a loaded machine /bin/true can outlive that
+    // delay, and its one read is the call (shared by the journal). The leftover check needs no ps
+    // call when the run's group is empty and the root is all it remembers: a scan could find
+    // nothing (3 calls when it took one snapshot and its confirming rescan anyway).
+    expect(counter.calls).toBeLessThanOrEqual(1);
   });
 
   it("a run that outlives the window has its root read once (the journal's read shared); runs started together share that call", async () => {
