@@ -27,8 +27,7 @@ export interface EarlySignals {
   unguarded<T>(fn: () => T): Promise<T>;
   /**
    * For a run that ends before taking them (a usage error), or that gave them back: stops
-   * recording, and a signal that came ends us as it would have without the recorder. A signal is heard a turn of the loop after it
-   * came: one that came as the last of our code ran is waited for.
+   * recording, and a signal that came ends us as it would have without the recorder.
    */
   release(): Promise<void>;
 }
@@ -52,6 +51,13 @@ export function recordEarlySignals(wanted: boolean): EarlySignals {
     for (const s of EARLY) process.off(s, record);
     return true;
   };
+  // A signal is heard a turn of the loop after it came: one that came as our last code ran is
+  // waited for. With our listener gone the default action is back, and the first that came does
+  // what it would have done without the recorder (pid 1 of a namespace: nothing, it stays recorded).
+  const endWithWhatCame = async () => {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (stop() && came[0]) process.kill(process.pid, came[0]);
+  };
   return {
     take: () => (stop() ? came.splice(0) : []),
     giveBack: (signals) => {
@@ -60,11 +66,7 @@ export function recordEarlySignals(wanted: boolean): EarlySignals {
     },
     unguarded: async (fn) => {
       if (!recording) return fn();
-      // One that came as the last of our code ran is heard a turn of the loop later.
-      await new Promise((resolve) => setImmediate(resolve));
-      stop();
-      // Where it does not end us (pid 1 of a namespace), it is recorded still, and passed on.
-      if (came[0]) process.kill(process.pid, came[0]);
+      await endWithWhatCame();
       try {
         return fn();
       } finally {
@@ -72,10 +74,7 @@ export function recordEarlySignals(wanted: boolean): EarlySignals {
       }
     },
     release: async () => {
-      if (!recording) return;
-      await new Promise((resolve) => setImmediate(resolve));
-      // Our last listener gone, the default action is back: the signal does what it would have done.
-      if (stop() && came[0]) process.kill(process.pid, came[0]);
+      if (recording) await endWithWhatCame();
     },
   };
 }
