@@ -15,7 +15,14 @@ export type RunReason =
   | 'spawn-error'
   | 'shutdown';
 
-export type RunState = 'starting' | 'running' | 'stopping' | 'exited';
+/**
+ * 'holding': the command has exited and the processes it left are held (`leftovers: 'hold'`) until
+ * they end, or something ends them.
+ */
+export type RunState = 'starting' | 'running' | 'holding' | 'stopping' | 'exited';
+
+/** What ended a held run's leftovers (`leftovers: 'hold'`). */
+export type HoldEnd = 'themselves' | 'cancelled' | 'aborted' | 'shutdown' | 'hold-timeout';
 
 /**
  * A stream's consumer: returns nothing, or a promise that holds the stream until it settles. Two
@@ -93,11 +100,25 @@ export interface RunSpec {
   graceMs?: number;
   /** The graceful signal a termination sends first: a name ('SIGTERM', the default) or a number. */
   killSignal?: NodeJS.Signals | number;
-  /** After the direct child exits, how long stdio may stay open before it is let go. Default 500 ms. */
+  /**
+   * After the tree is gone (or kept), how long stdio may stay open with nothing coming through
+   * before it is let go: output arriving starts the window again. Default 500 ms.
+   */
   drainMs?: number;
+  /** The longest the whole drain may last, however much output keeps arriving. Default 5000 ms (at least drainMs). */
+  drainMaxMs?: number;
   signal?: AbortSignal;
   containment?: ContainmentMode;
-  leftovers?: 'kill' | 'keep';
+  /**
+   * What becomes of the processes the command leaves when it exits on its own: `'kill'` (default)
+   * ends them at once; `'keep'` lets them go (they are no longer the run's); `'hold'` keeps them the
+   * run's (state 'holding', guarded like any run) until they end by themselves, or `cancel()`,
+   * `kill()`, the abort signal, `cancelScope()`, `replaceScope`, `shutdown()` or `holdMs` ends them.
+   * `commandEnded` settles at the command's exit; `result` when the leftovers are gone.
+   */
+  leftovers?: 'kill' | 'keep' | 'hold';
+  /** With `leftovers: 'hold'`: end the leftovers (gracefully) after they have been held this long. Default: no limit. */
+  holdMs?: number;
   scope?: string;
   replaceScope?: boolean;
   output?: OutputOptions;
@@ -224,6 +245,8 @@ export interface TreeSummary {
   escaped: number;
   /** Members still alive after the direct child exited normally. */
   leftovers: number;
+  /** With `leftovers: 'hold'`, when leftovers were held: what ended them, and how long they were held. */
+  held?: { endedBy: HoldEnd; detail?: string; heldMs: number };
   report: TerminateReport | null;
   /**
    * What went wrong around the tree, on any ending (a cgroup that could not be removed after a
@@ -259,7 +282,12 @@ export interface RunResult {
 export interface SupervisorOptions {
   clock?: Clock;
   /** Defaults for every spec this supervisor spawns. */
-  defaults?: Partial<Pick<RunSpec, 'graceMs' | 'killSignal' | 'drainMs' | 'containment' | 'leftovers'>>;
+  defaults?: Partial<
+    Pick<
+      RunSpec,
+      'graceMs' | 'killSignal' | 'drainMs' | 'drainMaxMs' | 'containment' | 'leftovers' | 'holdMs'
+    >
+  >;
   /** How many exited runs `get` / `list` / `read` remember; the oldest are forgotten first. Default 2000. */
   maxExited?: number;
   /** Characters of combined output kept per run for `read`; the oldest are dropped first. Default 65536. */
@@ -300,6 +328,8 @@ export interface RunInfo {
   startedAt: number;
   endedAt: number | null;
   lastOutputAt: number | null;
+  /** State 'holding': the leftovers held, as last seen (refreshed while they are watched). */
+  held?: Array<{ pid: number; command: string }>;
 }
 
 export interface RunFilter {

@@ -37,6 +37,9 @@ Options:
   --containment MODE   how the tree is held: auto (default), process-group, cgroup, or none
                        (the command stays in procwarden's own process group)
   --keep-leftovers     after a normal exit, leave the command's background processes running
+  --hold-leftovers     after a normal exit, wait for its background processes to end (a stop
+                       signal or --hold-limit ends them), then exit with the command's status
+  --hold-limit DUR     with --hold-leftovers: end them after DUR
   --cwd DIR            run in DIR
   --env NAME=VALUE     set an environment variable (repeatable)
   --pty                run in a pseudo-terminal

@@ -29,6 +29,8 @@ const OPTIONS = {
   signal: { type: 'string' },
   containment: { type: 'string' },
   'keep-leftovers': { type: 'boolean' },
+  'hold-leftovers': { type: 'boolean' },
+  'hold-limit': { type: 'string' },
   cwd: { type: 'string' },
   env: { type: 'string', multiple: true },
   pty: { type: 'boolean' },
@@ -51,6 +53,24 @@ function checked<T>(make: () => T): T {
       throw new UsageError(error.message, EXIT_FAILED, !NOT_USAGE.includes(error.code));
     throw error;
   }
+}
+
+function leftoversOption(values: {
+  'keep-leftovers'?: boolean;
+  'hold-leftovers'?: boolean;
+  'hold-limit'?: string;
+}): Pick<RunSpec, 'leftovers' | 'holdMs'> {
+  if (values['keep-leftovers'] && values['hold-leftovers'])
+    throw new UsageError('--keep-leftovers and --hold-leftovers: give one of them', EXIT_FAILED);
+  const limit = values['hold-limit'];
+  if (limit !== undefined && !values['hold-leftovers'])
+    throw new UsageError('--hold-limit bounds --hold-leftovers: give --hold-leftovers too', EXIT_FAILED);
+  if (values['keep-leftovers']) return { leftovers: 'keep' };
+  if (!values['hold-leftovers']) return { leftovers: 'kill' };
+  return {
+    leftovers: 'hold',
+    ...(limit === undefined ? {} : { holdMs: checked(() => parseDuration(limit, '--hold-limit')) }),
+  };
 }
 
 function parseEnv(pairs: readonly string[] = []): Record<string, string> {
@@ -168,6 +188,7 @@ export async function runCommand(args: string[], _prog: string, early?: EarlySig
   );
   const graceMs = checked(() => (values.grace === undefined ? 5000 : parseDuration(values.grace, '--grace')));
   const killSignal = checked(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
+  const leftovers = leftoversOption(values);
   const terminals = terminalOuts();
   /** One of our own lines on stderr, in its place after the command's output on a terminal. */
   const say = (text: string) => {
@@ -205,7 +226,7 @@ export async function runCommand(args: string[], _prog: string, early?: EarlySig
     graceMs,
     killSignal,
     containment: containment as ContainmentMode,
-    leftovers: values['keep-leftovers'] ? 'keep' : 'kill',
+    ...leftovers,
     output: {
       // Capture only feeds --json; pass-through is the raw bytes. A reader slower than the command
       // holds it: while our stdout (or stderr) is full, the command's pipe is not read.

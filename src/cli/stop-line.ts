@@ -38,6 +38,8 @@ function why(result: RunResult, ctx: StopContext): string | null {
       const report = result.tree.report;
       if (!report || report.signalled === 0) return null;
       const ended = result.exitSignal ? `died of ${result.exitSignal}` : `exited ${result.exitCode}`;
+      if (result.tree.held?.endedBy === 'hold-timeout')
+        return `the command ${ended}; what it left was held for ${formatMs(result.tree.held.heldMs)}, the --hold-limit`;
       return `the command ${ended} and left ${processes(report.signalled)} behind`;
     }
   }

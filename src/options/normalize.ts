@@ -6,6 +6,8 @@ import { normalizeSignal } from './signals.js';
 
 export const DEFAULT_GRACE_MS = 5000;
 export const DEFAULT_DRAIN_MS = 500;
+/** The whole drain's bound when output keeps arriving (drainMs restarts with each chunk). */
+export const DEFAULT_DRAIN_MAX_MS = 5000;
 export const DEFAULT_MAX_BYTES = 1024 * 1024;
 export const COOKIE_NAME = 'PROCWARDEN_RUN';
 /**
@@ -45,9 +47,13 @@ export interface NormalSpec {
   graceMs: number;
   killSignal: NodeJS.Signals;
   drainMs: number;
+  /** At least drainMs. */
+  drainMaxMs: number;
   signal: AbortSignal | undefined;
   containment: ContainmentMode;
-  leftovers: 'kill' | 'keep';
+  leftovers: 'kill' | 'keep' | 'hold';
+  /** 0: no limit. */
+  holdMs: number;
   scope: string | undefined;
   replaceScope: boolean;
   maxBytes: number;
@@ -75,9 +81,11 @@ const KNOWN_KEYS = new Set<string>([
   'graceMs',
   'killSignal',
   'drainMs',
+  'drainMaxMs',
   'signal',
   'containment',
   'leftovers',
+  'holdMs',
   'scope',
   'replaceScope',
   'output',
@@ -437,7 +445,7 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
     noOutputTimeoutMs,
     graceMs: optionalDuration(merged.graceMs, 'graceMs', DEFAULT_GRACE_MS),
     killSignal: normalizeSignal(merged.killSignal ?? 'SIGTERM', 'killSignal'),
-    drainMs: optionalDuration(merged.drainMs, 'drainMs', DEFAULT_DRAIN_MS),
+    ...drainBounds(merged),
     signal: merged.signal,
     containment: oneOf(
       merged.containment,
@@ -445,7 +453,7 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
       'containment',
       'auto',
     ),
-    leftovers: oneOf(merged.leftovers, ['kill', 'keep'] as const, 'leftovers', 'kill'),
+    ...leftoversPolicy(merged, spec.holdMs !== undefined),
     scope: merged.scope,
     replaceScope: merged.replaceScope === true,
     maxBytes: out.maxBytes,
@@ -455,6 +463,35 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
     inheritOutput: out.inherit,
     pty: normalizePty(merged.pty, env),
   };
+}
+
+function drainBounds(spec: RunSpec): { drainMs: number; drainMaxMs: number } {
+  const drainMs = optionalDuration(spec.drainMs, 'drainMs', DEFAULT_DRAIN_MS);
+  if (spec.drainMaxMs === undefined) return { drainMs, drainMaxMs: Math.max(drainMs, DEFAULT_DRAIN_MAX_MS) };
+  const drainMaxMs = checkDuration(spec.drainMaxMs, 'drainMaxMs');
+  if (drainMaxMs < drainMs) {
+    throw invalid(
+      `drainMaxMs (${drainMaxMs}) bounds the whole drain, so it cannot be shorter than drainMs (${drainMs}), the quiet that ends it; raise drainMaxMs or lower drainMs.`,
+      'INVALID_OPTION',
+    );
+  }
+  return { drainMs, drainMaxMs };
+}
+
+/** `ownHoldMs`: the spec gave holdMs itself (a supervisor's default one bounds only the runs that hold). */
+function leftoversPolicy(
+  spec: RunSpec,
+  ownHoldMs: boolean,
+): { leftovers: 'kill' | 'keep' | 'hold'; holdMs: number } {
+  const leftovers = oneOf(spec.leftovers, ['kill', 'keep', 'hold'] as const, 'leftovers', 'kill');
+  // Given with another policy it would bound nothing, silently.
+  if (ownHoldMs && leftovers !== 'hold') {
+    throw invalid(
+      `holdMs bounds how long leftovers are held, and this run ${leftovers === 'kill' ? 'kills' : 'keeps'} them: give leftovers: 'hold' too, or leave holdMs out.`,
+      'INVALID_OPTION',
+    );
+  }
+  return { leftovers, holdMs: optionalDuration(spec.holdMs, 'holdMs', 0) };
 }
 
 function stripUndefined<T extends object>(obj: T): Partial<T> {

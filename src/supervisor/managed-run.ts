@@ -1,11 +1,10 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { whenAborted } from '../abort-watch.js';
 import { type Clock, nextTurn, type TimerHandle, within } from '../clock.js';
 import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type ChildHandle, type Members, type SendSignal, terminate } from '../kill/index.js';
-import { util } from '../lazy-builtins.js';
 import {
   checkOptions,
   checkPtyCells,
@@ -16,11 +15,12 @@ import {
   realtimeNumber,
 } from '../options/index.js';
 import { OutputCollector, type TextLog } from '../output/index.js';
-import { type Launched, type Launcher, lookUp } from '../spawn/index.js';
+import type { Launched, Launcher } from '../spawn/index.js';
 import { type ProcessInfo, type ProcessTable, parseStat, ticksNow } from '../tree/index.js';
 import type {
   CancelOptions,
   CommandEnd,
+  HoldEnd,
   RunHandle,
   RunReason,
   RunResult,
@@ -30,14 +30,10 @@ import type {
   TerminateReport,
   UsedContainment,
 } from '../types.js';
+import { drainOutput } from './drain.js';
+import { LeftoverHold } from './held-leftovers.js';
 import { PendingInput } from './pending-input.js';
-
-/**
- * Far more than the pipes or socket pairs of a tree that is gone can still hold (a socket's send
- * buffer goes up to net.core.wmem_max, doubled: 8 MiB here; a pipe to fs.pipe-max-size, 1 MiB):
- * more, written after the end while a consumer was behind, comes from a process still alive.
- */
-const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
+import { spawnMessage } from './spawn-message.js';
 
 /** How late a deadline's timer may run and still vouch for an exit it finds already happened. */
 const DEADLINE_SLACK_MS = 25;
@@ -114,6 +110,8 @@ export class ManagedRun implements RunHandle {
   private leftovers = 0;
   /** The look for leftovers could not rule out one it missed (see Members.unconfirmed). */
   private leftoversUnsure = false;
+  /** leftovers: 'hold': what the run holds once its command has exited. */
+  private readonly held: LeftoverHold | undefined;
   private unverified = false;
   /** When the launcher reported the exit (Unix ms, as Windows dates a process's creation). */
   private exitHeardAt: number | null = null;
@@ -154,6 +152,7 @@ export class ManagedRun implements RunHandle {
       this.resolveCommandEnded = resolve;
     });
     this.t0 = deps.clock.now();
+    this.held = spec.leftovers === 'hold' ? new LeftoverHold(deps.clock, spec.holdMs) : undefined;
     this.lastOutputTick = this.t0;
     // Both can throw a ProcwardenError: they run before anything is spawned. Both hold a resource
     // (a file, a cgroup), so the second one failing releases the first.
@@ -342,7 +341,8 @@ export class ManagedRun implements RunHandle {
       'cancel ifIgnored',
       'kill-signal',
     );
-    if (!this.reason && this.status !== 'exited') this.substituteIgnored = ifIgnored === 'kill-signal';
+    if ((!this.reason || this.mayEndHold()) && this.status !== 'exited')
+      this.substituteIgnored = ifIgnored === 'kill-signal';
     // A later cancel with a signal, while the tree ends: that signal too, to what is left of it.
     if (signal !== undefined && this.termination && this.status === 'stopping') {
       const again = normalizeSignal(signal);
@@ -375,6 +375,11 @@ export class ManagedRun implements RunHandle {
   kill(): void {
     this.quitWaiting();
     if (this.status === 'exited') return;
+    if (this.mayEndHold()) {
+      this.endHold('cancelled', 'kill()', 'SIGKILL');
+      this.escalation.abort();
+      return;
+    }
     if (!this.reason) {
       this.reason = 'cancelled';
       this.detail = 'kill()';
@@ -389,7 +394,13 @@ export class ManagedRun implements RunHandle {
    */
   stop(reason: RunReason, detail?: string, signal: NodeJS.Signals = this.spec.killSignal): void {
     this.quitWaiting();
-    if (this.reason || this.status === 'exited') return;
+    if (this.status === 'exited') return;
+    // The command's own end stays the run's reason: what ends its held leftovers is the hold's.
+    if (this.mayEndHold()) {
+      this.endHold(reason === 'aborted' || reason === 'shutdown' ? reason : 'cancelled', detail, signal);
+      return;
+    }
+    if (this.reason) return;
     this.reason = reason;
     this.detail = detail;
     this.beginTermination(signal);
@@ -622,77 +633,22 @@ export class ManagedRun implements RunHandle {
     this.finish(report);
   }
 
-  /**
-   * Waits for the pipes to end, at most the drain window: a leftover holding them open must not
-   * hold the run. A consumer that is behind when the window closes is waited for only when the run
-   * ended on its own and its tree is gone (what is left in the pipes is finite, and a slow reader
-   * such as a pager must get all of it); a run procwarden stopped, or a later cancel(), drops it.
-   */
   private async drainOutput(launched: Launched): Promise<void> {
-    const { clock } = this.deps;
-    let ended = false;
-    const end = launched.outputDone.then(() => {
-      ended = true;
-    });
     const givenUp = new Promise<void>((resolve) => {
       this.stopWaiting = resolve;
     });
-    const from = this.output.received;
-    let deadline = clock.now() + this.spec.drainMs;
-    for (;;) {
-      const before = this.output.received;
-      // Whether the window closed, asked of the timer itself: a clock read can fall a fraction of
-      // a millisecond short of a deadline the timer has reached.
-      let woke = false;
-      const wake = Promise.race([end, givenUp]).then(() => {
-        woke = true;
-      });
-      await within(clock, wake, Math.max(0, deadline - clock.now()));
-      // Nothing read yet: after a stall of this process (a loaded machine) its expired timers run
-      // before the poll that reads what the pipes got meanwhile. One turn of the loop lets it read.
-      if (!ended && !this.output.behind && this.output.received === before) await nextTurn();
-      // Nothing read and nobody behind: the pipes are merely held open; let them go.
-      if (!ended && !this.output.behind && this.output.received === before) return;
-      if (!this.waitsForConsumer()) {
-        if (!ended && this.output.behind)
-          this.notes.push(
-            'output: a consumer was still behind when the drain window closed; what the pipes still held was dropped',
-          );
-        return;
-      }
-      // Still being written after the end, past what the pipes can hold, or read as fast as it
-      // comes until the window closed: a process procwarden does not see as the run's (one that
-      // escaped the tree) is writing. Its output is not the run's to wait for.
-      const written = this.output.received - from;
-      if (!ended && (written > DRAIN_MAX_BYTES || (!this.output.behind && !woke))) {
-        this.notes.push(
-          this.keepsLeftovers() && this.leftovers > 0
-            ? 'output: the pipes were still being written to when the drain window closed, by a leftover the run keeps (or a process that escaped the tree); the rest was not read'
-            : "output: the pipes were still being written to when the drain window closed, by a process outside the run's tree (it escaped it, or was given the pipes); the rest was not read",
-        );
-        return;
-      }
-      // Ended, and nobody behind: all of it was read.
-      if (!this.output.behind) return;
-      let settled = false;
-      const waited = Promise.race([this.output.caughtUp(), givenUp]).then(() => {
-        settled = true;
-      });
-      const left = this.overallDeadline - clock.now();
-      if (Number.isFinite(left)) await within(clock, waited, Math.max(0, left));
-      else await waited;
-      // The run's timeout came, asked of the timer itself, as for the window above: timers count
-      // whole milliseconds, and one can fire a fraction of one before the clock reads its deadline.
-      if (this.output.behind && !settled) {
-        this.notes.push(
-          'output: a consumer was still behind when the run’s timeout came (the command had ended); what the pipes still held was dropped',
-        );
-        return;
-      }
-      if (ended) return;
-      // The consumer caught up with what the pipes held: the window starts again for the rest.
-      deadline = clock.now() + this.spec.drainMs;
-    }
+    await drainOutput({
+      clock: this.deps.clock,
+      output: this.output,
+      outputDone: launched.outputDone,
+      drainMs: this.spec.drainMs,
+      drainMaxMs: this.spec.drainMaxMs,
+      deadline: this.overallDeadline,
+      givenUp,
+      waitsForConsumer: () => this.waitsForConsumer(),
+      keepsWriters: this.keepsLeftovers() && this.leftovers > 0,
+      notes: this.notes,
+    });
   }
 
   /**
@@ -703,7 +659,10 @@ export class ManagedRun implements RunHandle {
    */
   private waitsForConsumer(): boolean {
     const natural = this.reason === 'exit' || this.reason === 'signal';
-    const treeGone = (this.leftovers === 0 && !this.leftoversUnsure) || this.termination !== undefined;
+    const treeGone =
+      (this.leftovers === 0 && !this.leftoversUnsure) ||
+      this.termination !== undefined ||
+      this.held?.endedBy === 'themselves';
     const kept = this.keepsLeftovers() && this.output.behind;
     return natural && (treeGone || kept) && this.stopWaiting !== undefined;
   }
@@ -731,11 +690,57 @@ export class ManagedRun implements RunHandle {
     const found = members.length > 0 || members.unconfirmed;
     // Unconfirmed: a termination's scans stop what they read, and settle it (see Members).
     if (found && this.spec.leftovers === 'kill') this.beginTermination(this.spec.killSignal);
+    else if (found && this.held?.open) await this.holdLeftovers(this.held, members);
     else if (members.unconfirmed) {
       this.notes.push(
         `${members.unconfirmed}: whether the command left processes behind could not be confirmed`,
       );
     }
+  }
+
+  /**
+   * A stop now ends held leftovers: while they are held, and from the command's own end until the
+   * look for them has run (a cancel() the moment commandEnded settles must not be lost).
+   */
+  private mayEndHold(): boolean {
+    const natural = this.reason === 'exit' || this.reason === 'signal';
+    return this.held?.open === true && natural && this.exit !== undefined && this.termination === undefined;
+  }
+
+  /** The held leftovers as last scanned; empty unless the run is holding them. */
+  get heldMembers(): ReadonlyArray<{ pid: number; command: string }> {
+    return this.held?.members() ?? [];
+  }
+
+  /** The command's own exit status, once it is known. */
+  get commandExit(): { code: number | null; signal: NodeJS.Signals | null } | undefined {
+    return this.exit;
+  }
+
+  /**
+   * leftovers: 'hold': the run stays live ('holding') with what its command left, until that ends
+   * by itself or something ends it (endHold); the termination then started is the run's report.
+   */
+  private async holdLeftovers(held: LeftoverHold, members: Members): Promise<void> {
+    this.status = 'holding';
+    const gone = await held.hold(
+      members,
+      () => this.hold.members(),
+      () => this.endHold('hold-timeout', undefined),
+      this.notes,
+    );
+    if (gone && this.status === 'holding') this.status = 'stopping';
+  }
+
+  /** Ends what the run holds, gracefully with `signal` (the first call wins). */
+  private endHold(
+    endedBy: HoldEnd,
+    detail: string | undefined,
+    signal: NodeJS.Signals = this.spec.killSignal,
+  ): void {
+    if (!this.mayEndHold()) return;
+    this.held?.end(endedBy, detail);
+    this.beginTermination(signal);
   }
 
   private finish(report: TerminateReport | null): void {
@@ -785,6 +790,7 @@ export class ManagedRun implements RunHandle {
         escaped: report?.escaped ?? 0,
         // An unsure look's count is what the termination it started found.
         leftovers: this.leftoversUnsure && report ? report.members.length : this.leftovers,
+        ...(this.held?.summary ? { held: this.held.summary } : {}),
         // One array: the result's notes, the tree's and the report's say the same things.
         report: report ? { ...report, notes } : null,
         notes,
@@ -851,48 +857,4 @@ function abortDetail(signal: AbortSignal | undefined): string | undefined {
   const reason = signal?.reason as unknown;
   if (reason === undefined) return undefined;
   return describeThrown(reason);
-}
-
-function spawnMessage(spec: NormalSpec, error: NodeJS.ErrnoException): string {
-  const command = spec.argv[0];
-  // Node says `spawn pwd EACCES` whether the exec or the chdir before it failed: the cwd, when it
-  // is what cannot be entered, is what the message names.
-  const cwd = spec.cwd === undefined ? null : cwdProblem(spec.cwd);
-  if (cwd) return cwd.message;
-  switch (error.code) {
-    case 'ENOENT': {
-      // The file is there: what the exec did not find is the interpreter its #! line names.
-      const found = process.platform === 'win32' ? null : lookUp(command, spec.cwd, spec.env.PATH, isFile);
-      return found !== null && found !== 'unknown'
-        ? `${command}: its interpreter (the #! line) was not found.`
-        : `${command}: command not found (no such file in PATH or at that path).`;
-    }
-    case 'EACCES':
-      return isDirectory(command)
-        ? `${command}: is a directory, not a program.`
-        : `${command}: permission denied; is the file executable?`;
-    default: {
-      // Node's message is `spawn ENOTDIR`; libuv's text for the code says what it means.
-      const text = error.errno === undefined ? undefined : util().getSystemErrorMap().get(error.errno)?.[1];
-      // node-pty's own messages end with a full stop ("forkpty(3) failed.").
-      const why = text ? `${text} (${error.code})` : error.message.replace(/\.$/, '');
-      return `${command}: could not be started: ${why}.`;
-    }
-  }
-}
-
-function isFile(path: string): boolean {
-  try {
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
 }

@@ -94,6 +94,7 @@ export class RunRegistry {
 
 export function describe(e: RegistryEntry): RunInfo {
   const { run, result } = e;
+  const holding = !result && run.state === 'holding';
   return {
     id: run.id,
     command: [...run.spec.argv],
@@ -104,16 +105,18 @@ export function describe(e: RegistryEntry): RunInfo {
     // Until the registry has the result, the run counts as stopping (its release is in flight).
     state: result ? 'exited' : run.state === 'exited' ? 'stopping' : run.state,
     reason: result?.reason ?? run.stopReason ?? null,
-    exitCode: result?.exitCode ?? null,
-    exitSignal: result?.exitSignal ?? null,
+    // A held run's command has ended: its status is known before the run's result.
+    exitCode: result ? result.exitCode : holding ? (run.commandExit?.code ?? null) : null,
+    exitSignal: result ? result.exitSignal : holding ? (run.commandExit?.signal ?? null) : null,
     scope: e.scope,
     startedAt: run.startedAt,
     endedAt: e.endedAt,
     lastOutputAt: run.lastOutputAt,
+    ...(holding ? { held: [...run.heldMembers] } : {}),
   };
 }
 
-const STATES: readonly RunState[] = ['starting', 'running', 'stopping', 'exited'];
+const STATES: readonly RunState[] = ['starting', 'running', 'holding', 'stopping', 'exited'];
 
 /** A misspelt state would silently match nothing: say so instead. */
 function checkStates(state: RunState | readonly RunState[]): readonly string[] {

@@ -439,7 +439,15 @@ function warnUnrecorded(problem: string): void {
   process.emitWarning(new ProcwardenError('NOT_JOURNALLED', problem));
 }
 
-const DEFAULT_KEYS = new Set(['graceMs', 'killSignal', 'drainMs', 'containment', 'leftovers']);
+const DEFAULT_KEYS = new Set([
+  'graceMs',
+  'killSignal',
+  'drainMs',
+  'drainMaxMs',
+  'containment',
+  'leftovers',
+  'holdMs',
+]);
 
 /** The defaults are checked when the supervisor is made, not at its first spawn. */
 function checkDefaults(defaults: SupervisorOptions['defaults']): SupervisorOptions['defaults'] {
