@@ -228,21 +228,35 @@ describe('a held run is guarded like any run', () => {
       const stateDir = leaks.trackDir(makeTmp('pw-hold-state-'));
       const host = startHost('host-hold.mjs', [dir, stateDir, containment]);
       leaks.track(host.child.pid);
-      const ready = JSON.parse(await host.line('ready')) as {
-        supervisorId: string;
-        watchdogPid: number | null;
-      };
-      leaks.trackCookie(ready.supervisorId);
-      if (ready.watchdogPid) leaks.track(ready.watchdogPid);
-      const left = readPids(dir).get('left') as number;
-      expect(alive(left)).toBe(true);
-      host.child.kill('SIGKILL');
-      await host.exited;
-      await waitFor(() => !alive(left), { timeoutMs: 20_000, what: 'the guard ending the held leftover' });
-      if (ready.watchdogPid) await waitFor(() => !alive(ready.watchdogPid as number), { timeoutMs: 20_000 });
-      expect(cookieHolders(ready.supervisorId)).toEqual([]);
-      expect(journalFiles(stateDir)).toEqual([]);
-      expect(await hostCgroups(host.child.pid as number)).toEqual([]);
+      const hostPid = host.child.pid as number;
+      let checked = false;
+      try {
+        const ready = JSON.parse(await host.line('ready')) as {
+          supervisorId: string;
+          watchdogPid: number | null;
+        };
+        leaks.trackCookie(ready.supervisorId);
+        if (ready.watchdogPid) leaks.track(ready.watchdogPid);
+        const left = readPids(dir).get('left') as number;
+        expect(alive(left)).toBe(true);
+        host.child.kill('SIGKILL');
+        await host.exited;
+        await waitFor(() => !alive(left), { timeoutMs: 20_000, what: 'the guard ending the held leftover' });
+        if (ready.watchdogPid)
+          await waitFor(() => !alive(ready.watchdogPid as number), { timeoutMs: 20_000 });
+        expect(cookieHolders(ready.supervisorId)).toEqual([]);
+        expect(journalFiles(stateDir)).toEqual([]);
+        checked = true;
+        expect(await hostCgroups(hostPid)).toEqual([]);
+      } finally {
+        // Failed before the guard's work was checked: the host's cgroups are the test's to remove
+        // (the leak check deletes the state directory its guard would read).
+        if (!checked) {
+          host.child.kill('SIGKILL');
+          await host.exited;
+          await hostCgroups(hostPid);
+        }
+      }
     },
     30_000,
   );
