@@ -79,7 +79,8 @@ describe('the original scenario', () => {
 
 describe('the idle timer', () => {
   it('never fires while a child is live or a turn is active, and fires 10 min after the last release', async () => {
-    const { clock, session, agent, closed } = await start();
+    // Children live for an hour here: past the default child timeout (30 min), which would release them.
+    const { clock, session, agent, closed } = await start({ childTimeoutMs: Number.POSITIVE_INFINITY });
     clock.advance(9 * MIN);
     const turn = session.beginTurn();
     clock.advance(30 * MIN);

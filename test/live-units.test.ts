@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LiveSessionPool, type RunSpec, Supervisor, shouldClearSessionBinding } from '../src/index.js';
+import { ExitWatch } from '../src/live/exit-watch.js';
 import { idleTimeoutFromEnv } from '../src/live/idle-timeout.js';
 import { LineSplitter } from '../src/live/lines.js';
 import { OneShot } from '../src/live/timer.js';
+import type { ProcessInfo, ProcessTable } from '../src/tree/index.js';
 import { ManualClock } from './helpers/manual-clock.js';
 import { LeakGuard } from './helpers/procs.js';
 
@@ -89,6 +91,12 @@ describe('bad input to the pool is a clear, typed error', () => {
       { maxSessions: 1.5 },
       { closeOnRunEnd: 'yes' },
       { idleTimeout: 5 },
+      { childTimeoutMs: 0 },
+      { childTimeoutMs: -1 },
+      { childTimeoutMs: Number.NaN },
+      { runEndSettleMs: -1 },
+      { runEndSettleMs: Number.POSITIVE_INFINITY },
+      { runEndSettleMs: '500' },
     ];
     for (const options of bad) {
       expect(() => new LiveSessionPool(options as never)).toThrow(
@@ -104,6 +112,12 @@ describe('bad input to the pool is a clear, typed error', () => {
       code: 'INVALID_OPTION',
     });
     await expect(pool.acquire('k', spec, { model: 'x' } as never)).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+    });
+    await expect(pool.acquire('k', spec, { childTimeoutMs: 0 })).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+    });
+    await expect(pool.acquire('k', spec, { runEndSettleMs: Number.NaN })).rejects.toMatchObject({
       code: 'INVALID_OPTION',
     });
     await expect(pool.acquire('k', { ...spec, stdin: 'ignore' })).rejects.toMatchObject({
@@ -158,5 +172,106 @@ describe('the spec fingerprint', () => {
     const argv = ['cat'] as [string];
     expect(specFingerprint({ argv })).not.toBe(specFingerprint({ argv, inheritFds: [9] }));
     expect(specFingerprint({ argv, inheritFds: [9, 5] })).toBe(specFingerprint({ argv, inheritFds: [5, 9] }));
+  });
+});
+
+describe('ExitWatch', () => {
+  const info = (pid: number, startTime: string, state = 'S'): ProcessInfo => ({
+    pid,
+    ppid: 1,
+    pgid: pid,
+    sid: pid,
+    startTime,
+    state,
+    command: 'x',
+  });
+
+  /** A process table whose rows the test sets; `get` may be made to throw. */
+  function fakeTable() {
+    const rows = new Map<number, ProcessInfo>();
+    let failing = false;
+    const table = {
+      name: 'fake',
+      list: async () => [...rows.values()],
+      get: async (pid: number) => {
+        if (failing) throw new Error('table unreadable');
+        return rows.get(pid) ?? null;
+      },
+    } satisfies ProcessTable;
+    return { rows, table, fail: (on: boolean) => (failing = on) };
+  }
+
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('reports a pid once its start time differs (reused) or it is a zombie or gone; once each', async () => {
+    const clock = new ManualClock();
+    const { rows, table } = fakeTable();
+    const watch = new ExitWatch(clock, () => table, 500);
+    rows.set(10, info(10, '100'));
+    rows.set(11, info(11, '200'));
+    rows.set(12, info(12, '300'));
+    const gone: number[] = [];
+    for (const pid of [10, 11, 12]) watch.watch(pid, () => gone.push(pid));
+    await turn();
+    clock.advance(500);
+    await turn();
+    expect(gone).toEqual([]);
+    rows.set(10, info(10, '999')); // the number handed to another process
+    rows.set(11, info(11, '200', 'Z'));
+    rows.delete(12);
+    clock.advance(500);
+    await turn();
+    expect(gone.sort()).toEqual([10, 11, 12]);
+    expect(watch.size).toBe(0);
+    expect(clock.pending).toBe(0); // nothing watched: no timer
+    clock.advance(5000);
+    await turn();
+    expect(gone).toHaveLength(3);
+  });
+
+  it('a pid gone at the first read is reported without waiting for a poll; a stopped watch never is', async () => {
+    const clock = new ManualClock();
+    const { rows, table } = fakeTable();
+    const watch = new ExitWatch(clock, () => table, 500);
+    const gone: number[] = [];
+    watch.watch(20, () => gone.push(20));
+    rows.set(21, info(21, '1'));
+    const stop = watch.watch(21, () => gone.push(21));
+    await turn();
+    expect(gone).toEqual([20]);
+    stop();
+    rows.delete(21);
+    clock.advance(500);
+    await turn();
+    expect(gone).toEqual([20]);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('a table that fails to read keeps the pid watched; a callback that throws stops no poll', async () => {
+    const clock = new ManualClock();
+    const { rows, table, fail } = fakeTable();
+    const watch = new ExitWatch(clock, () => table, 500);
+    rows.set(30, info(30, '1'));
+    rows.set(31, info(31, '1'));
+    const gone: number[] = [];
+    watch.watch(30, () => {
+      gone.push(30);
+      throw new Error('callback broke');
+    });
+    watch.watch(31, () => gone.push(31));
+    await turn();
+    fail(true);
+    rows.delete(30);
+    clock.advance(500);
+    await turn();
+    expect(gone).toEqual([]);
+    fail(false);
+    clock.advance(500);
+    await turn();
+    expect(gone).toEqual([30]);
+    rows.delete(31);
+    clock.advance(500);
+    await turn();
+    expect(gone).toEqual([30, 31]);
   });
 });

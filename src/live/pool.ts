@@ -7,6 +7,7 @@ import { getDefaultSupervisor, type Supervisor } from '../supervisor/index.js';
 import type { RunSpec } from '../types.js';
 import { callListener, type ListenerFailure } from './call-listener.js';
 import { checkCommandFound } from './command-found.js';
+import { ExitWatch } from './exit-watch.js';
 import { specFingerprint } from './fingerprint.js';
 import { idleTimeoutFromEnv } from './idle-timeout.js';
 import { DEFAULT_MAX_LINE_CHARS } from './lines.js';
@@ -14,8 +15,10 @@ import { checkLiveSpec, snapshotSpec } from './live-spec.js';
 import {
   checkAcquireOptions,
   checkPoolOptions,
+  DEFAULT_CHILD_TIMEOUT_MS,
   DEFAULT_MAX_DRAIN_MS,
   DEFAULT_MAX_SESSIONS,
+  DEFAULT_RUN_END_SETTLE_MS,
 } from './options.js';
 import { LiveSession } from './session.js';
 import type {
@@ -33,6 +36,7 @@ const FORWARDED = [
   'child-attached',
   'child-released',
   'close-deferred',
+  'close-cancelled',
   'closed',
 ] as const;
 
@@ -46,6 +50,8 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
   private readonly supervisor: Supervisor;
   private readonly clock: Clock;
   private readonly maxSessions: number;
+  /** Watches the pids children are attached with, for every session of the pool. */
+  private readonly exits: ExitWatch;
   private readonly byKey = new Map<string, LiveSession>();
   private readonly queues = new Map<string, Promise<unknown>>();
   /**
@@ -68,6 +74,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     this.supervisor = this.options.supervisor ?? getDefaultSupervisor();
     this.clock = this.options.clock ?? realClock;
     this.maxSessions = this.options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+    this.exits = new ExitWatch(this.clock);
   }
 
   /** Sessions held (open, draining or closing). */
@@ -132,6 +139,7 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
     // current.reusable asks its process too: one that exited is never handed out again.
     if (current && current.fingerprint === fingerprint && current.reusable) {
       this.assertOpen();
+      current.reclaim();
       return current;
     }
     // A new process is needed: one that cannot start must cost no session, restarted or evicted.
@@ -187,6 +195,13 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
         await this.unlessAborted(closing.closed, key, spec);
         continue;
       }
+      // A run-end close waiting for a late child report: it closes by itself in a moment, unless
+      // a child is reported (then it drains like any other, and the loop sees no room).
+      const settling = [...this.byKey.values()].find((s) => s.settling);
+      if (settling) {
+        await this.unlessAborted(settling.settled(), key, spec);
+        continue;
+      }
       if (this.reserved > 0) {
         // Another acquire is about to start its session: as if the acquires ran one after the
         // other, that session may then be evicted like any idle one.
@@ -229,6 +244,9 @@ export class LiveSessionPool extends EventEmitter<LivePoolEvents> {
       maxDrainMs: options.maxDrainMs ?? this.options.maxDrainMs ?? DEFAULT_MAX_DRAIN_MS,
       closeOnRunEnd: options.closeOnRunEnd ?? this.options.closeOnRunEnd ?? false,
       maxLineChars: options.maxLineChars ?? this.options.maxLineChars ?? DEFAULT_MAX_LINE_CHARS,
+      childTimeoutMs: options.childTimeoutMs ?? this.options.childTimeoutMs ?? DEFAULT_CHILD_TIMEOUT_MS,
+      runEndSettleMs: options.runEndSettleMs ?? this.options.runEndSettleMs ?? DEFAULT_RUN_END_SETTLE_MS,
+      exits: this.exits,
       observer: (session, name, event) => this.observe(session, name, event),
     });
     this.byKey.set(key, session);

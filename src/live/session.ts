@@ -7,13 +7,17 @@ import type { Supervisor } from '../supervisor/index.js';
 import type { CommandEnd, RunHandle, RunResult, RunSpec, StreamName } from '../types.js';
 import { callListener, type ListenerFailure } from './call-listener.js';
 import { ChildRegistry, type LiveChild } from './children.js';
+import type { ExitWatch } from './exit-watch.js';
 import { LineSplitter } from './lines.js';
 import { liveSpec } from './live-spec.js';
-import { checkTurnOptions } from './options.js';
+import { checkChildOptions, checkTurnOptions } from './options.js';
+import { SettleWindow } from './settle-window.js';
 import { OneShot } from './timer.js';
 import { LiveTurn, type TurnHost } from './turn.js';
 import type {
+  AttachChildOptions,
   ClosedEvent,
+  LiveChildRelease,
   LiveCloseOutcome,
   LiveCloseReason,
   LiveSessionEvents,
@@ -44,6 +48,12 @@ export interface SessionInit {
   maxDrainMs: number;
   closeOnRunEnd: boolean;
   maxLineChars: number;
+  /** A child's timeout when attachChild gives none; Infinity: none. */
+  childTimeoutMs: number;
+  /** The wait of a closeOnRunEnd close that finds no live child (see SettleWindow); 0: none. */
+  runEndSettleMs: number;
+  /** Watches the processes children are attached with (one for the pool: one timer for all). */
+  exits: ExitWatch;
   /**
    * Told of every event before the listeners are: the pool's own bookkeeping, which a caller's
    * `removeAllListeners()` must not be able to remove.
@@ -70,7 +80,11 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
   private readonly lines: LineSplitter;
   private readonly idleTimer: OneShot;
   private readonly drainCap: OneShot;
-  private readonly settings: Pick<SessionInit, 'idleTimeoutMs' | 'maxDrainMs' | 'closeOnRunEnd'>;
+  private readonly settle: SettleWindow;
+  private readonly settings: Pick<
+    SessionInit,
+    'idleTimeoutMs' | 'maxDrainMs' | 'closeOnRunEnd' | 'childTimeoutMs' | 'runEndSettleMs'
+  >;
   private status: LiveSessionState = 'open';
   private pending: { reason: 'idle' | 'restart'; detail: string | undefined } | undefined;
   private turn: LiveTurn | undefined;
@@ -95,6 +109,8 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       idleTimeoutMs: init.idleTimeoutMs,
       maxDrainMs: init.maxDrainMs,
       closeOnRunEnd: init.closeOnRunEnd,
+      childTimeoutMs: init.childTimeoutMs,
+      runEndSettleMs: init.runEndSettleMs,
     };
     this.turnHost = {
       clock: init.clock,
@@ -107,8 +123,10 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     });
     this.lastOutputTick = init.clock.now();
     this.children = new ChildRegistry(
+      init.clock,
+      init.exits,
       (child) => this.onChildAttached(child),
-      (child) => this.onChildReleased(child),
+      (child, by) => this.onChildReleased(child, by),
     );
     this.lines = new LineSplitter(
       (line, stream, info) => this.notify('line', line, stream, info),
@@ -118,6 +136,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       void this.close('idle', `no turn and no live child for ${this.settings.idleTimeoutMs} ms`);
     });
     this.drainCap = new OneShot(init.clock, () => this.onDrainCap());
+    this.settle = new SettleWindow(init.clock, () => this.onSettled());
     // Whatever can throw comes before the spawn (a clock whose setTimeout throws): once the process
     // exists, a constructor that throws would strand it with no session to end it.
     this.armIdle();
@@ -175,6 +194,31 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     return open && this.runLive;
   }
 
+  /**
+   * A closeOnRunEnd close waits a moment for a late child report, and closes after it unless one
+   * came: the pool waits for it to be over rather than report no room.
+   * @internal
+   */
+  get settling(): boolean {
+    return this.settle.open;
+  }
+
+  /** @internal Resolves when the run-end settle window is over (at once when there is none). */
+  settled(): Promise<void> {
+    return this.settle.over();
+  }
+
+  /**
+   * The pool handed this session out again: a pending 'idle' close is cancelled, as a new turn
+   * cancels it (else the caller would get a session that closes as soon as its children are done).
+   * @internal
+   */
+  reclaim(): void {
+    if (this.status !== 'draining' || this.pending?.reason !== 'idle') return;
+    this.cancelPendingIdle('acquire');
+    this.armIdle();
+  }
+
   /** Open, no turn, no live children: the pool may evict it. */
   get isIdle(): boolean {
     return this.status === 'open' && !this.turn && this.children.count === 0;
@@ -199,7 +243,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     if (this.pending?.reason === 'restart') {
       throw new ProcwardenError(
         'LIVE_SESSION_CLOSED',
-        `live session ${this.id} is restarting (waiting for ${this.children.count} live child(ren)) and takes no new turns; acquire the key again to get the next session.`,
+        `live session ${this.id} is restarting (waiting for ${this.settle.open ? 'a late child report' : `${this.children.count} live child(ren)`}) and takes no new turns; acquire the key again to get the next session.`,
       );
     }
     if (this.turn) {
@@ -208,7 +252,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
         `live session ${this.id}: turn ${this.turn.id} is still active; end it (turn.end()) or await turn.ended before beginning another. Turns do not queue.`,
       );
     }
-    if (this.pending) this.cancelPendingIdle();
+    if (this.pending) this.cancelPendingIdle('turn');
     this.idleTimer.clear();
     const turn = new LiveTurn(++this.turnCount, this.turnHost, checked);
     this.turn = turn;
@@ -216,10 +260,14 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     return turn;
   }
 
-  /** Registers a background child of the process; the session will not idle- or restart-close while it is live. */
-  attachChild(label?: string): LiveChild {
+  /**
+   * Registers a background child of the process; the session will not idle- or restart-close while
+   * it is live. It is live until release(), the exit of `options.pid`'s process, or its timeout
+   * (`options.timeoutMs`, else the session's childTimeoutMs): a lost report cannot pin the session.
+   */
+  attachChild(label?: string, options?: AttachChildOptions): LiveChild {
     if (this.status === 'closing' || this.status === 'closed') throw this.closedError('attach a child to');
-    return this.children.attach(label);
+    return this.children.attach(checkChildOptions(label, options, this.settings.childTimeoutMs));
   }
 
   /**
@@ -248,7 +296,9 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       await this.closed;
       return 'closed';
     }
-    if ((reason === 'idle' || reason === 'restart') && this.children.count > 0) {
+    // A polite close during the run-end settle window joins that close: it waits for the late report
+    // too, which is what the window is for.
+    if ((reason === 'idle' || reason === 'restart') && (this.children.count > 0 || this.settle.open)) {
       this.defer(reason, detail);
       return 'deferred';
     }
@@ -272,13 +322,33 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     if (outcome === 'overall-timeout' || outcome === 'no-output-timeout') {
       void this.close('abort', `turn ${turn.id}: ${outcome}`);
     } else if (outcome === 'completed' && this.settings.closeOnRunEnd) {
-      void this.close('restart', `closeOnRunEnd after turn ${turn.id}`);
+      this.closeAtRunEnd(`closeOnRunEnd after turn ${turn.id}`);
     } else {
       this.armIdle();
     }
   }
 
-  private defer(reason: 'idle' | 'restart', detail: string | undefined): void {
+  /**
+   * The agent may report a child in a later chunk than its answer, after the turn has ended: a close
+   * that finds no live child first waits runEndSettleMs for one (a child attached meanwhile turns
+   * it into an ordinary drain), then closes. With live children it is an ordinary drain at once.
+   */
+  private closeAtRunEnd(detail: string): void {
+    const settleMs = this.settings.runEndSettleMs;
+    if (this.children.count > 0 || settleMs === 0 || this.status !== 'open' || !this.runLive) {
+      void this.close('restart', detail);
+      return;
+    }
+    this.defer('restart', detail, settleMs);
+    this.settle.start(settleMs);
+  }
+
+  private onSettled(): void {
+    if (this.status !== 'draining' || !this.pending || this.children.count > 0) return;
+    this.terminate({ ...this.pending, drained: false, capFired: false });
+  }
+
+  private defer(reason: 'idle' | 'restart', detail: string | undefined, settleMs = 0): void {
     if (this.pending && (this.pending.reason === 'restart' || reason === 'idle')) return;
     const first = this.pending === undefined;
     this.pending = { reason, detail };
@@ -291,13 +361,15 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       reason,
       liveChildren: this.children.count,
       maxDrainMs: this.settings.maxDrainMs,
+      settleMs,
     });
   }
 
-  private cancelPendingIdle(): void {
+  private cancelPendingIdle(by: 'turn' | 'acquire'): void {
     this.pending = undefined;
     this.status = 'open';
     this.drainCap.clear();
+    this.notify('close-cancelled', { key: this.key, sessionId: this.id, reason: 'idle', by });
   }
 
   private onDrainCap(): void {
@@ -308,11 +380,13 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
 
   private onChildAttached(child: LiveChild): void {
     this.idleTimer.clear();
+    // Reported within the window: the run-end close now waits for it, as any drain does.
+    this.settle.end();
     this.notify('child-attached', this.childEvent(child));
   }
 
-  private onChildReleased(child: LiveChild): void {
-    this.notify('child-released', this.childEvent(child));
+  private onChildReleased(child: LiveChild, releasedBy: LiveChildRelease): void {
+    this.notify('child-released', { ...this.childEvent(child), releasedBy });
     if (this.children.count > 0) return;
     if (this.pending && this.status === 'draining') {
       this.terminate({ ...this.pending, drained: true, capFired: false });
@@ -327,6 +401,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
       sessionId: this.id,
       childId: child.id,
       label: child.label,
+      pid: child.pid,
       liveChildren: this.children.count,
     };
   }
@@ -364,6 +439,7 @@ export class LiveSession extends EventEmitter<LiveSessionEvents> {
     this.status = 'closing';
     this.idleTimer.clear();
     this.drainCap.clear();
+    this.settle.end();
     this.ending = { ...how, liveChildren: this.children.count };
     this.children.dropAll();
     if (this.turn) this.endTurn(this.turn, 'session-closed');

@@ -16,6 +16,12 @@ export type LiveCloseOutcome = 'closed' | 'deferred';
 /** open → draining (a deferred close waits for live children) → closing (tree termination) → closed. */
 export type LiveSessionState = 'open' | 'draining' | 'closing' | 'closed';
 
+/**
+ * What released a live child: its holder (release()), the exit of the process it was attached
+ * with, or its timeout.
+ */
+export type LiveChildRelease = 'caller' | 'exit' | 'timeout';
+
 /** How a turn ended. */
 export type LiveTurnOutcome = 'completed' | 'overall-timeout' | 'no-output-timeout' | 'session-closed';
 
@@ -35,6 +41,17 @@ export interface LiveSessionOptions {
    * length, with `info.truncated` true and `info.length` its real length. Default 4 MiB (4194304).
    */
   maxLineChars?: number;
+  /**
+   * How long a child handle counts when nothing releases it (attachChild's `timeoutMs` overrides
+   * it per child): then it is released, 'child-released' says `releasedBy: 'timeout'`. More than 0;
+   * Infinity: never. Default 30 minutes.
+   */
+  childTimeoutMs?: number;
+  /**
+   * With closeOnRunEnd: how long the close at the end of a turn that finds no live child waits for
+   * one to be reported (a child attached meanwhile defers it as usual). 0: close at once. Default 500 ms.
+   */
+  runEndSettleMs?: number;
 }
 
 export interface LivePoolOptions extends LiveSessionOptions {
@@ -64,6 +81,17 @@ export interface TurnOptions {
   noOutputTimeoutMs?: number;
 }
 
+export interface AttachChildOptions {
+  /**
+   * The child's process, as the agent reported it: its exit releases the handle (`releasedBy:
+   * 'exit'`). Read at once and identified by pid and start time, so a later process given the same
+   * pid does not count as the child.
+   */
+  pid?: number;
+  /** Released after this long (`releasedBy: 'timeout'`). More than 0; Infinity: never. Default: the session's childTimeoutMs. */
+  timeoutMs?: number;
+}
+
 export interface LiveEventBase {
   key: string;
   sessionId: string;
@@ -82,8 +110,15 @@ export interface TurnEndEvent extends LiveEventBase {
 export interface ChildEvent extends LiveEventBase {
   childId: number;
   label: string | undefined;
+  /** The pid it was attached with, if any. */
+  pid: number | undefined;
   /** Live children after this attach / release. */
   liveChildren: number;
+}
+
+export interface ChildReleasedEvent extends ChildEvent {
+  /** 'caller': release(); 'exit': its process ended; 'timeout': its timeoutMs ran out. */
+  releasedBy: LiveChildRelease;
 }
 
 export interface CloseDeferredEvent extends LiveEventBase {
@@ -91,6 +126,18 @@ export interface CloseDeferredEvent extends LiveEventBase {
   liveChildren: number;
   /** The drain ends at the latest this many ms after the first deferral. */
   maxDrainMs: number;
+  /**
+   * A closeOnRunEnd close that found no live child waits this long for one to be reported before
+   * it closes; 0 for every other deferral.
+   */
+  settleMs: number;
+}
+
+export interface CloseCancelledEvent extends LiveEventBase {
+  /** Only a pending 'idle' close is ever cancelled; a pending 'restart' always goes ahead. */
+  reason: 'idle';
+  /** The session was put to use again: a new turn, or an acquire() that reused it. */
+  by: 'turn' | 'acquire';
 }
 
 export interface ClosedEvent extends LiveEventBase {
@@ -119,8 +166,9 @@ export interface LiveSessionEvents {
   'turn-start': [TurnStartEvent];
   'turn-end': [TurnEndEvent];
   'child-attached': [ChildEvent];
-  'child-released': [ChildEvent];
+  'child-released': [ChildReleasedEvent];
   'close-deferred': [CloseDeferredEvent];
+  'close-cancelled': [CloseCancelledEvent];
   closed: [ClosedEvent];
   /** Every decoded chunk the process writes. */
   output: [text: string, stream: StreamName];
@@ -137,8 +185,9 @@ export interface LivePoolEvents {
   'turn-start': [TurnStartEvent];
   'turn-end': [TurnEndEvent];
   'child-attached': [ChildEvent];
-  'child-released': [ChildEvent];
+  'child-released': [ChildReleasedEvent];
   'close-deferred': [CloseDeferredEvent];
+  'close-cancelled': [CloseCancelledEvent];
   closed: [ClosedEvent];
   warning: [WarningEvent];
 }
