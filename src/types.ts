@@ -98,6 +98,16 @@ export interface RunSpec {
   signal?: AbortSignal;
   containment?: ContainmentMode;
   leftovers?: 'kill' | 'keep';
+  /**
+   * Linux: how much more likely the OOM killer is to pick the run's processes than this process.
+   * A number from 0 to 2000 is added to this process's own `oom_score_adj` (read at `spawn()`),
+   * capped at 1000, and the command starts with that value, so everything it forks inherits it.
+   * Raising a score needs no privilege. `false` leaves the host's value. Default: 500. The default
+   * that cannot be applied (a read-only /proc) is a note in the result; a number given explicitly
+   * that cannot be is an error (OOM_SCORE_UNAVAILABLE at spawn(), or the command does not run and
+   * exits 125). Elsewhere than on Linux nothing is changed (an explicit number adds a note).
+   */
+  oomScoreAdj?: number | false;
   scope?: string;
   replaceScope?: boolean;
   output?: OutputOptions;
@@ -259,7 +269,9 @@ export interface RunResult {
 export interface SupervisorOptions {
   clock?: Clock;
   /** Defaults for every spec this supervisor spawns. */
-  defaults?: Partial<Pick<RunSpec, 'graceMs' | 'killSignal' | 'drainMs' | 'containment' | 'leftovers'>>;
+  defaults?: Partial<
+    Pick<RunSpec, 'graceMs' | 'killSignal' | 'drainMs' | 'containment' | 'leftovers' | 'oomScoreAdj'>
+  >;
   /** How many exited runs `get` / `list` / `read` remember; the oldest are forgotten first. Default 2000. */
   maxExited?: number;
   /** Characters of combined output kept per run for `read`; the oldest are dropped first. Default 65536. */
