@@ -28,6 +28,7 @@ export type ProcwardenErrorCode =
   | 'LIVE_TURN_ACTIVE'
   | 'LISTENER_THREW'
   | 'GUARD_UNAVAILABLE'
+  | 'OOM_SCORE_UNAVAILABLE'
   | 'NOT_JOURNALLED';
 
 export class ProcwardenError extends Error {

@@ -119,6 +119,16 @@ export interface RunSpec {
   leftovers?: 'kill' | 'keep' | 'hold';
   /** With `leftovers: 'hold'`: end the leftovers (gracefully) after they have been held this long. Default: no limit. */
   holdMs?: number;
+  /**
+   * Linux: how much more likely the OOM killer is to pick the run's processes than this process.
+   * A number from 0 to 2000 is added to this process's own `oom_score_adj` (read at `spawn()`),
+   * capped at 1000, and the command starts with that value, so everything it forks inherits it.
+   * Raising a score needs no privilege. `false` leaves the host's value. Default: 500. The default
+   * that cannot be applied (a read-only /proc) is a note in the result; a number given explicitly
+   * that cannot be is an error (OOM_SCORE_UNAVAILABLE at spawn(), or the command does not run and
+   * exits 125). Elsewhere than on Linux nothing is changed (an explicit number adds a note).
+   */
+  oomScoreAdj?: number | false;
   scope?: string;
   replaceScope?: boolean;
   output?: OutputOptions;
@@ -285,7 +295,14 @@ export interface SupervisorOptions {
   defaults?: Partial<
     Pick<
       RunSpec,
-      'graceMs' | 'killSignal' | 'drainMs' | 'drainMaxMs' | 'containment' | 'leftovers' | 'holdMs'
+      | 'graceMs'
+      | 'killSignal'
+      | 'drainMs'
+      | 'drainMaxMs'
+      | 'containment'
+      | 'leftovers'
+      | 'holdMs'
+      | 'oomScoreAdj'
     >
   >;
   /** How many exited runs `get` / `list` / `read` remember; the oldest are forgotten first. Default 2000. */

@@ -2,7 +2,6 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync }
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { killAll } from '../src/containment/cgroup-fs.js';
-import { throughShim } from '../src/containment/cgroup-shim.js';
 import {
   CgroupHost,
   createContainment,
@@ -10,6 +9,7 @@ import {
   parseMountinfo,
   parseOwnCgroup,
 } from '../src/containment/index.js';
+import { throughShim } from '../src/containment/shim.js';
 import { ProcwardenError, Supervisor } from '../src/index.js';
 import { ProcfsTable } from '../src/tree/index.js';
 import { cgroupOf, cgroupSkipReason, parentCgroup, sweepCgroups } from './helpers/cgroups.js';

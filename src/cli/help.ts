@@ -43,6 +43,10 @@ Options:
   --cwd DIR            run in DIR
   --env NAME=VALUE     set an environment variable (repeatable)
   --pty                run in a pseudo-terminal
+  --oom-score-adj N|off
+                       (Linux) start the command with procwarden's own oom_score_adj + N (at
+                       most 1000), so that the OOM killer takes it before procwarden (default
+                       500); off: the command keeps procwarden's score
   --json [FILE]        write the result as JSON (reason, exit status, output, which process got
                        which signal) to FILE, to stdout with '-', or to stderr without FILE
                        (then put -- before COMMAND, or write --json=FILE)

@@ -2,7 +2,7 @@ import { closeSync, openSync, statSync } from 'node:fs';
 import { isProcwardenError } from '../errors.js';
 import { signalTree } from '../kill/index.js';
 import { tty } from '../lazy-builtins.js';
-import { normalizeSignal, parseDuration } from '../options/index.js';
+import { MAX_OOM_SCORE_RAISE, normalizeSignal, parseDuration } from '../options/index.js';
 import { type TerminalOut, type TerminalOuts, terminalOuts } from '../output/terminal-out.js';
 import { Supervisor } from '../supervisor/index.js';
 import type { ContainmentMode, RunHandle, RunResult, RunSpec } from '../types.js';
@@ -34,6 +34,7 @@ const OPTIONS = {
   cwd: { type: 'string' },
   env: { type: 'string', multiple: true },
   pty: { type: 'boolean' },
+  'oom-score-adj': { type: 'string' },
   json: { type: 'string' },
   quiet: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -42,7 +43,7 @@ const OPTIONS = {
 const CONTAINMENTS: readonly ContainmentMode[] = ['auto', 'process-group', 'cgroup', 'none'];
 
 /** Not a usage mistake: --help has nothing to say about a guard that could not be had, or the environment. */
-const NOT_USAGE: readonly string[] = ['GUARD_UNAVAILABLE', 'INVALID_ENV'];
+const NOT_USAGE: readonly string[] = ['GUARD_UNAVAILABLE', 'INVALID_ENV', 'OOM_SCORE_UNAVAILABLE'];
 
 /** Bad values are usage errors: exit 125, one line, nothing started. */
 function checked<T>(make: () => T): T {
@@ -81,6 +82,17 @@ function parseEnv(pairs: readonly string[] = []): Record<string, string> {
     env[pair.slice(0, at)] = pair.slice(at + 1);
   }
   return env;
+}
+
+/** `--oom-score-adj N|off`: RunSpec.oomScoreAdj (an increase over procwarden's own score), or false. */
+function parseOomScoreAdj(text: string | undefined): number | false | undefined {
+  if (text === undefined) return undefined;
+  if (text === 'off') return false;
+  if (/^\d{1,4}$/.test(text) && Number(text) <= MAX_OOM_SCORE_RAISE) return Number(text);
+  throw new UsageError(
+    `--oom-score-adj ${JSON.stringify(text)}: give a whole number from 0 to ${MAX_OOM_SCORE_RAISE}, added to procwarden's own oom_score_adj (the sum capped at 1000), or off`,
+    EXIT_FAILED,
+  );
 }
 
 type JsonSink = (text: string) => Promise<NodeJS.ErrnoException | null>;
@@ -189,6 +201,7 @@ export async function runCommand(args: string[], _prog: string, early?: EarlySig
   const graceMs = checked(() => (values.grace === undefined ? 5000 : parseDuration(values.grace, '--grace')));
   const killSignal = checked(() => normalizeSignal(values.signal ?? 'SIGTERM', '--signal'));
   const leftovers = leftoversOption(values);
+  const oomScoreAdj = parseOomScoreAdj(values['oom-score-adj']);
   const terminals = terminalOuts();
   /** One of our own lines on stderr, in its place after the command's output on a terminal. */
   const say = (text: string) => {
@@ -227,6 +240,7 @@ export async function runCommand(args: string[], _prog: string, early?: EarlySig
     killSignal,
     containment: containment as ContainmentMode,
     ...leftovers,
+    ...(oomScoreAdj === undefined ? {} : { oomScoreAdj }),
     output: {
       // Capture only feeds --json; pass-through is the raw bytes. A reader slower than the command
       // holds it: while our stdout (or stderr) is full, the command's pipe is not read.

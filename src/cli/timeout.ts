@@ -276,6 +276,9 @@ export async function timeoutCommand(args: string[], prog: string, early?: Early
       ...(timeoutSignal !== 0 && { killSignal: timeoutSignal }),
       // Like timeout(1), what the command leaves running after exiting on its own is not ours.
       leftovers: 'keep',
+      // The command keeps our OOM score, as under timeout(1), which changes nothing of it (and no
+      // shell starts the command to change it: `timeout 10 true` pays for no extra exec).
+      oomScoreAdj: false,
     });
   } catch (error) {
     uninstall();

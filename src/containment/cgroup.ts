@@ -9,8 +9,8 @@ import {
   unidentifiedMember,
 } from './cgroup-fs.js';
 import type { CgroupHost } from './cgroup-host.js';
-import { throughShim } from './cgroup-shim.js';
 import { TreeMembership } from './membership.js';
+import { throughShim } from './shim.js';
 import type { Containment, LaunchPlan } from './types.js';
 
 const key = (p: ProcessInfo) => `${p.pid}@${p.startTime}`;

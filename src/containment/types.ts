@@ -15,6 +15,12 @@ export interface LaunchPlan {
    * launcher that checks the exec beforehand (PTY mode) must look at, not the shell.
    */
   command?: string;
+  /**
+   * Linux: the oom_score_adj the command must start with (RunSpec.oomScoreAdj). The shell that
+   * execs the command writes it first (shim.ts), and the plan it returns has no such field left.
+   * `required`: when the write fails, that shell runs nothing and exits 125.
+   */
+  oomScore?: { value: number; required: boolean };
 }
 
 /**

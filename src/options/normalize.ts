@@ -63,7 +63,22 @@ export interface NormalSpec {
   /** stdout and stderr are the caller's own (not piped). */
   inheritOutput: boolean;
   pty: Required<PtyOptions>;
+  /** How much the command's oom_score_adj is raised over the host's (RunSpec.oomScoreAdj); null: not at all. */
+  oomScoreAdj: OomScoreSetting | null;
 }
+
+/** RunSpec.oomScoreAdj after validation. */
+export interface OomScoreSetting {
+  /** Added to the host's own oom_score_adj (the sum capped at 1000). */
+  raise: number;
+  /** Given by the spec or the supervisor's defaults, not the default: it must be applied or the run fails. */
+  explicit: boolean;
+}
+
+/** RunSpec.oomScoreAdj's default: a run's processes are the OOM killer's choice before their host's. */
+export const DEFAULT_OOM_SCORE_RAISE = 500;
+/** From the lowest oom_score_adj (-1000) to the highest (1000). */
+export const MAX_OOM_SCORE_RAISE = 2000;
 
 const KNOWN_KEYS = new Set<string>([
   'argv',
@@ -86,6 +101,7 @@ const KNOWN_KEYS = new Set<string>([
   'containment',
   'leftovers',
   'holdMs',
+  'oomScoreAdj',
   'scope',
   'replaceScope',
   'output',
@@ -358,6 +374,26 @@ function normalizePty(pty: PtyOptions | undefined, env: Record<string, string>):
   };
 }
 
+/**
+ * An increase, never an absolute value: what protects the host is that its runs score above it,
+ * whatever its own score is, and an increase is what the kernel lets any process make (lowering a
+ * score below the host's needs CAP_SYS_RESOURCE), so a valid setting never needs a privilege.
+ */
+export function normalizeOomScoreAdj(value: unknown): OomScoreSetting | null {
+  if (value === undefined) return { raise: DEFAULT_OOM_SCORE_RAISE, explicit: false };
+  if (value === false) return null;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_OOM_SCORE_RAISE)
+    return { raise: value, explicit: true };
+  const lower =
+    typeof value === 'number' && value < 0
+      ? " A run's score is never set below this process's own (that needs CAP_SYS_RESOURCE)."
+      : '';
+  throw invalid(
+    `oomScoreAdj: ${showValue(value)} is not an increase of the OOM score; give a whole number from 0 to ${MAX_OOM_SCORE_RAISE}, added to this process's own oom_score_adj (the sum capped at 1000), or false to leave the score as it is.${lower}`,
+    'INVALID_OPTION',
+  );
+}
+
 export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<RunSpec> = {}): NormalSpec {
   if (typeof spec !== 'object' || spec === null)
     throw invalid('a run spec must be an object with at least argv.');
@@ -462,6 +498,7 @@ export function normalizeSpec(spec: RunSpec, runId: string, defaults: Partial<Ru
     file: out.file,
     inheritOutput: out.inherit,
     pty: normalizePty(merged.pty, env),
+    oomScoreAdj: normalizeOomScoreAdj(merged.oomScoreAdj),
   };
 }
 

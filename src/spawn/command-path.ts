@@ -1,3 +1,4 @@
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 
 /** Where a command is looked for when the run has no PATH (execvp's search on glibc, and then some). */
@@ -36,5 +37,43 @@ function currentDir(): string | null {
     return process.cwd();
   } catch {
     return null;
+  }
+}
+
+/** The kernel reads this much of a file for its #! line (BINPRM_BUF_SIZE, Linux 5.1 and later). */
+const SHEBANG_BYTES = 256;
+
+/**
+ * Whether `path` starts with a #! line whose interpreter does not exist. A relative interpreter is
+ * the exec's own cwd's. A file we cannot read is left for the exec to judge.
+ */
+export function interpreterMissing(path: string, cwd: string): boolean {
+  const head = Buffer.alloc(SHEBANG_BYTES);
+  let length: number;
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      length = readSync(fd, head, 0, SHEBANG_BYTES, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+  const line = head.subarray(0, length).toString('latin1');
+  if (!line.startsWith('#!')) return false;
+  const interpreter =
+    line
+      .slice(2)
+      .replace(/^[ \t]+/, '')
+      .split(/[ \t\n\0]/)[0] ?? '';
+  // No interpreter named: the exec fails with ENOEXEC, and execvp runs the file with sh.
+  if (interpreter === '') return false;
+  try {
+    statSync(isAbsolute(interpreter) ? interpreter : join(cwd, interpreter));
+    return false;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR';
   }
 }

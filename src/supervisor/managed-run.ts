@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { whenAborted } from '../abort-watch.js';
 import { type Clock, nextTurn, type TimerHandle, within } from '../clock.js';
-import { type CgroupHost, type Containment, createContainment } from '../containment/index.js';
+import { type CgroupHost, type Containment, createContainment, throughShim } from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type ChildHandle, type Members, type SendSignal, terminate } from '../kill/index.js';
@@ -15,7 +15,7 @@ import {
   realtimeNumber,
 } from '../options/index.js';
 import { OutputCollector, type TextLog } from '../output/index.js';
-import type { Launched, Launcher } from '../spawn/index.js';
+import type { Launched, Launcher, OomScorePlan } from '../spawn/index.js';
 import { type ProcessInfo, type ProcessTable, parseStat, ticksNow } from '../tree/index.js';
 import type {
   CancelOptions,
@@ -40,6 +40,8 @@ const DEADLINE_SLACK_MS = 25;
 
 export interface RunDeps {
   clock: Clock;
+  /** The command's OOM score, as planned at spawn(): what its shim writes, or why nothing is. */
+  oomScore?: OomScorePlan;
   table: ProcessTable;
   send?: SendSignal;
   cgroups?: CgroupHost;
@@ -154,6 +156,7 @@ export class ManagedRun implements RunHandle {
     this.t0 = deps.clock.now();
     this.held = spec.leftovers === 'hold' ? new LeftoverHold(deps.clock, spec.holdMs) : undefined;
     this.lastOutputTick = this.t0;
+    if (deps.oomScore?.note) this.notes.push(deps.oomScore.note);
     // Both can throw a ProcwardenError: they run before anything is spawned. Both hold a resource
     // (a file, a cgroup), so the second one failing releases the first.
     this.output = new OutputCollector({
@@ -257,13 +260,17 @@ export class ManagedRun implements RunHandle {
       // and a PTY's fork or the cgroup shim's shell would report that as the command's failure.
       const cwd = this.spec.cwd === undefined ? null : cwdProblem(this.spec.cwd);
       if (cwd) throw Object.assign(new Error(cwd.message), { code: cwd.errno });
-      const prepared = this.hold.prepare({
+      const oomScore = this.deps.oomScore?.write;
+      const held = this.hold.prepare({
         file,
         args,
         cwd: this.spec.cwd,
         env: this.spec.env,
         newSession: false,
+        ...(oomScore ? { oomScore } : {}),
       });
+      // The cgroup's shim sets the score too; elsewhere a shim does that alone (containment/shim.ts).
+      const prepared = held.oomScore ? throughShim(held, null) : held;
       // A cgroup holds the command wherever its group is: it may stay in ours (inheritGroup).
       const plan = this.spec.inheritGroup ? { ...prepared, newSession: false } : prepared;
       this.leadsGroup = plan.newSession;

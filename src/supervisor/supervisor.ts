@@ -11,7 +11,14 @@ import {
   normalizeSpec,
   watchdogFromEnv,
 } from '../options/index.js';
-import { createPtyLauncher, type Launcher, launchChild } from '../spawn/index.js';
+import {
+  createPtyLauncher,
+  type Launcher,
+  launchChild,
+  type OomScoreHost,
+  type OomScorePlan,
+  planOomScore,
+} from '../spawn/index.js';
 import { CoalescingTable, type ProcessTable, platformTable } from '../tree/index.js';
 import type {
   RunFilter,
@@ -42,6 +49,8 @@ export interface SupervisorInternals {
   launchers?: Partial<Record<RunMode, Launcher>>;
   /** A guard of its own (tests); by default the process's one. */
   guard?: HostGuard;
+  /** Where this process's OOM score is read (tests: a /proc that cannot be read or written). */
+  oomScoreHost?: OomScoreHost;
 }
 
 const DEFAULT_LOG_CHARS = 65_536;
@@ -70,6 +79,7 @@ export class Supervisor {
   private readonly table: ProcessTable;
   private readonly send: SendSignal | undefined;
   private readonly cgroups: CgroupHost;
+  private readonly oomScoreHost: OomScoreHost | undefined;
   private readonly launchers: Record<RunMode, Launcher>;
   private readonly defaults: SupervisorOptions['defaults'];
   private readonly registry: RunRegistry;
@@ -111,6 +121,7 @@ export class Supervisor {
     this.table = options.table ?? shareScans(platformTable());
     this.send = options.send;
     this.cgroups = options.cgroups ?? new CgroupHost();
+    this.oomScoreHost = options.oomScoreHost;
     this.defaults = checkDefaults(options.defaults);
     this.launchers = { child: launchChild, pty: createPtyLauncher(), ...options.launchers };
     this.registry = new RunRegistry(count(options.maxExited, 'maxExited', DEFAULT_MAX_EXITED));
@@ -170,6 +181,9 @@ export class Supervisor {
     const normal = normalizeSpec(spec, id, this.defaults);
     const launcher = this.launchers[normal.mode];
     launcher.preflight?.();
+    // From this process's score now (a run that waits for its scope starts with it too); an
+    // explicit setting that cannot be applied throws here, before anything exists.
+    const oomScore = planOomScore(normal.oomScoreAdj, this.oomScoreHost);
     this.holdGuard(id, normal.inheritFds);
     let run: ManagedRun;
     let earlier: ManagedRun[];
@@ -181,7 +195,7 @@ export class Supervisor {
         normal.scope !== undefined && normal.replaceScope && !normal.signal?.aborted
           ? this.registry.liveInScope(normal.scope)
           : [];
-      run = this.makeRun(id, normal, launcher, log, earlier);
+      run = this.makeRun(id, normal, launcher, log, earlier, oomScore);
     } catch (error) {
       this.releaseGuard(id);
       throw error;
@@ -204,9 +218,11 @@ export class Supervisor {
     launcher: Launcher,
     log: RunLog,
     earlier: readonly ManagedRun[],
+    oomScore: OomScorePlan,
   ): ManagedRun {
     return new ManagedRun(id, normal, {
       startsLater: earlier.length > 0,
+      oomScore,
       log,
       clock: this.clock,
       table: this.table,
@@ -447,6 +463,7 @@ const DEFAULT_KEYS = new Set([
   'containment',
   'leftovers',
   'holdMs',
+  'oomScoreAdj',
 ]);
 
 /** The defaults are checked when the supervisor is made, not at its first spawn. */
@@ -502,6 +519,7 @@ const OPTION_KEYS = [
   'cgroups',
   'launchers',
   'guard',
+  'oomScoreHost',
 ];
 
 /** Misspelt or mistyped options are refused, as a run spec's are: `{ watchdog: 'no' }` is not false. */
