@@ -50,8 +50,7 @@ export function throughShim(plan: LaunchPlan, procsFile: string | null): LaunchP
   // With no cgroup to enter, a script whose #! interpreter is missing is left to fail as it would
   // without the shim (spawn-error ENOENT naming the interpreter), not as the shell's exit 127.
   const cwd = plan.cwd ?? currentDir();
-  if (procsFile === null && found !== 'unknown' && cwd !== null && interpreterMissing(found, cwd))
-    return plan;
+  if (procsFile === null && found !== 'unknown' && interpreterMissing(found, cwd)) return plan;
   const script = `${procsFile === null ? '' : ENTER_CGROUP}${oomScore ? setScore(oomScore) : ''}exec "$@"`;
   const shimArgs = ['-c', script, plan.file, ...(procsFile === null ? [] : [procsFile])];
   const lost = shellWouldChange(plan.env);

@@ -47,7 +47,7 @@ const SHEBANG_BYTES = 256;
  * Whether `path` starts with a #! line whose interpreter does not exist. A relative interpreter is
  * the exec's own cwd's. A file we cannot read is left for the exec to judge.
  */
-export function interpreterMissing(path: string, cwd: string): boolean {
+export function interpreterMissing(path: string, cwd: string | null): boolean {
   const head = Buffer.alloc(SHEBANG_BYTES);
   let length: number;
   try {
@@ -70,7 +70,10 @@ export function interpreterMissing(path: string, cwd: string): boolean {
   // No interpreter named: the exec fails with ENOEXEC, and execvp runs the file with sh.
   if (interpreter === '') return false;
   try {
-    statSync(isAbsolute(interpreter) ? interpreter : join(cwd, interpreter));
+    const at = isAbsolute(interpreter) ? interpreter : cwd === null ? null : join(cwd, interpreter);
+    // A relative one from a removed directory: only the exec can tell.
+    if (at === null) return false;
+    statSync(at);
     return false;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;

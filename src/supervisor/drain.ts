@@ -47,6 +47,8 @@ export async function drainOutput(d: DrainRun): Promise<void> {
   const hardEnd = start + d.drainMaxMs;
   const from = output.received;
   let quietFrom = start;
+  /** When the drain last found output had come (before its start: nothing came during it). */
+  let lastArrival = Number.NEGATIVE_INFINITY;
   let seen = output.received;
   for (;;) {
     // Whether the window closed, asked of the timer itself: a clock read can fall a fraction of
@@ -55,13 +57,17 @@ export async function drainOutput(d: DrainRun): Promise<void> {
     const wake = Promise.race([end, quit]).then(() => {
       woke = true;
     });
-    await within(clock, wake, Math.max(0, Math.min(quietFrom + d.drainMs, hardEnd) - clock.now()));
+    const due = Math.min(quietFrom + d.drainMs, hardEnd);
+    await within(clock, wake, Math.max(0, due - clock.now()));
+    // The whole drain's bound, asked of the deadline the timer had (see above), not of a clock read.
+    const spent = !woke && due === hardEnd;
     // Nothing read yet: after a stall of this process (a loaded machine) its expired timers run
     // before the poll that reads what the pipes got meanwhile. One turn of the loop lets it read.
     if (!ended && !output.behind && output.received === seen) await nextTurn();
     if (ended && !output.behind) return;
     const arrived = output.received !== seen;
     seen = output.received;
+    if (arrived) lastArrival = clock.now();
     const written = output.received - from;
     const after = `${Math.round(clock.now() - start)} ms`;
     if (output.behind) {
@@ -97,26 +103,32 @@ export async function drainOutput(d: DrainRun): Promise<void> {
       seen = output.received;
       continue;
     }
-    if (!arrived) {
-      // Quiet for drainMs (or given up): the pipes are merely held open. What a process the run
-      // keeps writes there from now on is not read; say so, as its output is the run's to expect.
-      if (!ended && d.keepsWriters && !woke)
-        d.notes.push(
-          `output: the pipes were let go after ${Math.round(clock.now() - quietFrom)} ms of quiet while still held open (by a leftover the run keeps, or a process that escaped the tree); what is written to them later is not read`,
-        );
-      return;
-    }
+    // Quiet for drainMs, unless this window was the sliver left before drainMaxMs: then output that
+    // came within the last drainMs was still coming when the drain ran out.
+    const quiet = !arrived && clock.now() - lastArrival >= d.drainMs;
     if (givenUp) {
-      d.notes.push(cutNote(d, written, after, 'the run was stopped during the drain'));
+      if (arrived) d.notes.push(cutNote(d, written, after, 'the run was stopped during the drain'));
       return;
     }
-    if (clock.now() >= hardEnd || written > DRAIN_MAX_BYTES) {
-      d.notes.push(cutNote(d, written, after, `drainMaxMs (${d.drainMaxMs} ms) ran out`));
+    if (spent || written > DRAIN_MAX_BYTES) {
+      if (!quiet) d.notes.push(cutNote(d, written, after, `drainMaxMs (${d.drainMaxMs} ms) ran out`));
+      else if (!ended && d.keepsWriters) d.notes.push(letGoNote(clock.now() - quietFrom));
+      return;
+    }
+    if (!arrived) {
+      // The pipes are merely held open. What a process the run keeps writes there from now on is
+      // not read; say so, as its output is the run's to expect.
+      if (!ended && d.keepsWriters) d.notes.push(letGoNote(clock.now() - quietFrom));
       return;
     }
     // Output is still coming: the quiet window starts again.
     quietFrom = clock.now();
+    lastArrival = quietFrom;
   }
+}
+
+function letGoNote(quietMs: number): string {
+  return `output: the pipes were let go after ${Math.round(quietMs)} ms of quiet while still held open (by a leftover the run keeps, or a process that escaped the tree); what is written to them later is not read`;
 }
 
 function cutNote(d: DrainRun, written: number, after: string, why: string): string {
