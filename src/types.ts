@@ -117,7 +117,10 @@ export interface RunSpec {
    * `commandEnded` settles at the command's exit; `result` when the leftovers are gone.
    */
   leftovers?: 'kill' | 'keep' | 'hold';
-  /** With `leftovers: 'hold'`: end the leftovers (gracefully) after they have been held this long. Default: no limit. */
+  /**
+   * With `leftovers: 'hold'`: end the leftovers (gracefully) after they have been held this long.
+   * Default 0: no limit. `timeoutMs` and `noOutputTimeoutMs` bound the command alone, not a hold.
+   */
   holdMs?: number;
   /**
    * Linux: how much more likely the OOM killer is to pick the run's processes than this process.

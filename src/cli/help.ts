@@ -39,7 +39,8 @@ Options:
   --keep-leftovers     after a normal exit, leave the command's background processes running
   --hold-leftovers     after a normal exit, wait for its background processes to end (a stop
                        signal or --hold-limit ends them), then exit with the command's status
-  --hold-limit DUR     with --hold-leftovers: end them after DUR
+  --hold-limit DUR     with --hold-leftovers: end them after DUR (0: no limit; --timeout
+                       bounds the command alone, not what it left)
   --cwd DIR            run in DIR
   --env NAME=VALUE     set an environment variable (repeatable)
   --pty                run in a pseudo-terminal

@@ -34,6 +34,11 @@ export class TreeMembership {
   private root: ProcessInfo | null = null;
   private readonly known = new Map<string, ProcessInfo>();
   /**
+   * Sessions of dead founders seen empty: nothing of the run can enter one again, so whoever holds
+   * that number later founded it anew (a stranger given the pid), and is not the run's.
+   */
+  private readonly endedSessions = new Set<number>();
+  /**
    * What a look proved the tree to be: while the table's birth count still reads `births`, no
    * process has been born since, and nothing but a birth makes a process a member (a group or
    * session is only entered by a process already in that session, a parent link only ever moves
@@ -154,7 +159,13 @@ export class TreeMembership {
     // Read after the members, not before: a member alive at its read may have forked, then exited.
     // The count only grows, so one that reads what the proof read now has read it all along: nothing
     // was born since the proof, nor while the members were read. (One read, not one on each side.)
-    return this.table.births?.() === proof.births ? alive : null;
+    if (this.table.births?.() !== proof.births) return null;
+    // Nothing born since: the sessions of dead founders that no member is in are empty for good.
+    const sessions = new Set(alive.map((p) => p.sid));
+    for (const k of this.known.values())
+      if (k.sid === k.pid && !sessions.has(k.pid) && !alive.some((p) => p.pid === k.pid))
+        this.endedSessions.add(k.pid);
+    return alive;
   }
 
   private async scanOnce(onHolder?: (holder: ProcessInfo) => void): Promise<ScanOutcome> {
@@ -185,7 +196,7 @@ export class TreeMembership {
       if (now && now.startTime === k.startTime) add(now);
     }
     for (const pid of holders) add(byPid.get(pid));
-    for (const p of this.sessionMembers(index, members.values())) add(p);
+    for (const p of this.sessionMembers(index, members.values(), vanished === 0 && unsettled === 0)) add(p);
     const roots = [...members.values()].map((p) => p.pid);
     if (root && byPid.get(root.pid)?.startTime === root.startTime) roots.push(root.pid);
     for (const d of descendantsOf(list, roots)) add(d);
@@ -207,9 +218,16 @@ export class TreeMembership {
    * unseen. Its session it keeps until it calls setsid itself, and the kernel does not hand out a
    * number still in use as a session id: while the founder's pid is free, or still its own
    * (alive or a zombie, same start time), everyone in the session was started inside it, by the
-   * founder or its descendants. Sessions that hold procwarden or an ancestor are never claimed.
+   * founder or its descendants. Sessions that hold procwarden or an ancestor are never claimed, nor
+   * one seen empty after its founder died (endedSessions): a long watch (a held run's) would
+   * otherwise claim a stranger that was given the founder's pid and founded its own.
    */
-  private sessionMembers({ byPid, bySession }: SnapshotIndex, members: Iterable<ProcessInfo>): ProcessInfo[] {
+  private sessionMembers(
+    { byPid, bySession }: SnapshotIndex,
+    members: Iterable<ProcessInfo>,
+    /** The snapshot read every process it listed: a session it shows empty is empty. */
+    whole: boolean,
+  ): ProcessInfo[] {
     const founders = new Set<number>();
     const leads = (p: ProcessInfo | undefined) => {
       if (p && p.sid === p.pid && !this.guard.forbidsSession(p.sid)) founders.add(p.pid);
@@ -217,6 +235,8 @@ export class TreeMembership {
     for (const k of this.known.values()) {
       const now = byPid.get(k.pid);
       if (now && now.startTime !== k.startTime) continue; // that number is someone else's now
+      if (whole && !now && k.sid === k.pid && !bySession.get(k.pid)?.length) this.endedSessions.add(k.pid);
+      if (this.endedSessions.has(k.pid)) continue;
       leads(k);
       leads(now); // a row read before its setsid (forkpty, setsid(1)) does not show it leads
     }

@@ -114,6 +114,8 @@ export class ManagedRun implements RunHandle {
   private leftoversUnsure = false;
   /** leftovers: 'hold': what the run holds once its command has exited. */
   private readonly held: LeftoverHold | undefined;
+  /** The look for leftovers ran (a stop right at the command's end can come before it). */
+  private looked = false;
   private unverified = false;
   /** When the launcher reported the exit (Unix ms, as Windows dates a process's creation). */
   private exitHeardAt: number | null = null;
@@ -650,7 +652,9 @@ export class ManagedRun implements RunHandle {
       outputDone: launched.outputDone,
       drainMs: this.spec.drainMs,
       drainMaxMs: this.spec.drainMaxMs,
-      deadline: this.overallDeadline,
+      // timeoutMs bounds the command, not a hold: after one, a slow consumer waits until it is
+      // given up (cancel, kill), as after a run without a timeout.
+      deadline: this.held?.summary ? Number.POSITIVE_INFINITY : this.overallDeadline,
       givenUp,
       waitsForConsumer: () => this.waitsForConsumer(),
       keepsWriters: this.keepsLeftovers() && this.leftovers > 0,
@@ -665,7 +669,9 @@ export class ManagedRun implements RunHandle {
    * escaped one is, by drainOutput's bounds).
    */
   private waitsForConsumer(): boolean {
-    const natural = this.reason === 'exit' || this.reason === 'signal';
+    // Held leftovers ended by a stop (cancel, abort, shutdown, holdMs) end the run as a stop does.
+    const heldStopped = this.held?.endedBy !== undefined && this.held.endedBy !== 'themselves';
+    const natural = (this.reason === 'exit' || this.reason === 'signal') && !heldStopped;
     const treeGone =
       (this.leftovers === 0 && !this.leftoversUnsure) ||
       this.termination !== undefined ||
@@ -680,6 +686,7 @@ export class ManagedRun implements RunHandle {
   }
 
   private async handleLeftovers(): Promise<void> {
+    this.looked = true;
     let members: Members;
     try {
       members = await this.hold.members();
@@ -778,6 +785,11 @@ export class ManagedRun implements RunHandle {
         `the command's exit code 0 may be its death by ${this.realtimeSent}: Node reports a process killed by a real-time signal as exit code 0`,
       );
     const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? this.hold.notes ?? [])];
+    // An unsure look's count is what the termination it started found; so is a hold's ended before
+    // its look ran.
+    const heldUnlooked = this.held?.summary !== undefined && !this.looked;
+    const leftovers =
+      (this.leftoversUnsure || heldUnlooked) && report ? report.members.length : this.leftovers;
     const result: RunResult = {
       id: this.id,
       reason,
@@ -795,9 +807,8 @@ export class ManagedRun implements RunHandle {
         signalled: report?.signalled ?? 0,
         killed: report?.killed ?? 0,
         escaped: report?.escaped ?? 0,
-        // An unsure look's count is what the termination it started found.
-        leftovers: this.leftoversUnsure && report ? report.members.length : this.leftovers,
-        ...(this.held?.summary ? { held: this.held.summary } : {}),
+        leftovers,
+        ...(this.held?.summary && leftovers > 0 ? { held: this.held.summary } : {}),
         // One array: the result's notes, the tree's and the report's say the same things.
         report: report ? { ...report, notes } : null,
         notes,
