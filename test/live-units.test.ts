@@ -172,6 +172,9 @@ describe('the spec fingerprint', () => {
     const argv = ['cat'] as [string];
     expect(specFingerprint({ argv })).not.toBe(specFingerprint({ argv, inheritFds: [9] }));
     expect(specFingerprint({ argv, inheritFds: [9, 5] })).toBe(specFingerprint({ argv, inheritFds: [5, 9] }));
+    // The OOM score is set at the start too (review): a session started at 500 is not one asked at 0.
+    expect(specFingerprint({ argv })).not.toBe(specFingerprint({ argv, oomScoreAdj: false }));
+    expect(specFingerprint({ argv, oomScoreAdj: 2000 })).not.toBe(specFingerprint({ argv, oomScoreAdj: 0 }));
   });
 });
 

@@ -224,16 +224,41 @@ describe.skipIf(!linux || atMax !== null)(
       );
     }
 
-    it('names the shell would drop still reach the command (the shim hands them on through env)', async () => {
+    it('names the shell would drop: the default gives way (noted); an explicit value hands them on through env', async () => {
       const dir = leaks.trackDir(makeTmp());
-      const r = await sup.spawn({
+      const spec = {
         // The command's own environment as it got it (dash would not hand A.B on to a child of its own).
         argv: ['sh', '-c', `${PROBE}; printf '%s' "$(tr '\\0' '\\n' < /proc/$$/environ | grep '^A\\.B=')"`],
         containment: 'process-group',
         env: { 'A.B': 'kept', FIXTURE_DIR: dir },
+      } as const;
+      const byDefault = await sup.spawn(spec).result;
+      expect(scores(byDefault.stdout.text)).toEqual(each(host));
+      expect(byDefault.stdout.text.endsWith('A.B=kept')).toBe(true);
+      expect(byDefault.notes).toEqual([
+        "oomScoreAdj: the command keeps this process's OOM score: its environment has names a shell drops or changes (A.B), which it would pass on only through a command line anyone can read",
+      ]);
+      const explicit = await sup.spawn({ ...spec, oomScoreAdj: 500 }).result;
+      expect(scores(explicit.stdout.text)).toEqual(each(raised(host, 500)));
+      expect(explicit.stdout.text.endsWith('A.B=kept')).toBe(true);
+    });
+
+    it("without a PATH, or with '=' in the command's name, the default gives way too (review)", async () => {
+      const dir = leaks.trackDir(makeTmp());
+      const noPath = await sup.spawn({
+        argv: ['sh', '-c', PROBE],
+        containment: 'process-group',
+        extendEnv: false,
+        env: { FIXTURE_DIR: dir },
       }).result;
-      expect(scores(r.stdout.text)).toEqual(each(raised(host, 500)));
-      expect(r.stdout.text.endsWith('A.B=kept')).toBe(true);
+      expect(scores(noPath.stdout.text)).toEqual(each(host));
+      expect(noPath.notes.join('\n')).toMatch(/its environment has no PATH/);
+      const named = join(dir, 'x=y');
+      writeFileSync(named, `#!/bin/sh\n${PROBE}\n`, { mode: 0o755 });
+      const eq = await sup.spawn({ argv: [named], containment: 'process-group', env: { FIXTURE_DIR: dir } })
+        .result;
+      expect(scores(eq.stdout.text)).toEqual(each(host));
+      expect(eq.notes.join('\n')).toMatch(/command's name holds '='/);
     });
 
     it('a command that cannot run is still a spawn-error, not a shell exit 127 (no shell starts it)', async () => {

@@ -28,7 +28,7 @@ export { GroupOnlyContainment } from './group-only.js';
 export { ROOT_READ_DELAY_MS, TreeMembership } from './membership.js';
 export { NoContainment } from './none.js';
 export { ProcessGroupContainment } from './process-group.js';
-export { throughShim } from './shim.js';
+export { shimUnfaithful, throughShim } from './shim.js';
 export type { Containment, LaunchPlan } from './types.js';
 export { WindowsTreeContainment } from './windows-tree.js';
 

@@ -82,6 +82,25 @@ export function throughShim(plan: LaunchPlan, procsFile: string | null): LaunchP
   };
 }
 
+/**
+ * Why a shim started only to set the OOM score would start the command otherwise than the spawn
+ * would, or null when it is faithful. Its `env` fix-up puts the values of names a shell drops on a
+ * command line (anyone can read those), a name with '=' defeats it, and without a PATH the shell
+ * searches its own. The default score gives way to these (the explicit one does not).
+ */
+export function shimUnfaithful(plan: LaunchPlan): string | null {
+  if (plan.file.includes('='))
+    return "the command's name holds '=', which a shell's env fix-up would read as a variable";
+  const lost = shellWouldChange(plan.env);
+  if (lost.length > 0)
+    return `its environment has names a shell drops or changes (${lost
+      .map((pair) => pair.slice(0, pair.indexOf('=')))
+      .join(', ')}), which it would pass on only through a command line anyone can read`;
+  if (plan.env.PATH === undefined && !plan.file.includes('/'))
+    return 'its environment has no PATH, and a shell would search another default one than the spawn does';
+  return null;
+}
+
 /** Ours, for a relative interpreter; null when it was removed (then the exec alone can tell). */
 function currentDir(): string | null {
   try {

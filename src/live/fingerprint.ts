@@ -4,7 +4,7 @@ import type { RunSpec } from '../types.js';
 
 /**
  * When the caller gives none: what the process was started with (argv, cwd, env, extendEnv, mode,
- * shell, inherited descriptors).
+ * shell, inherited descriptors, OOM score).
  */
 export function specFingerprint(spec: RunSpec): string {
   // A variable set to undefined is removed from what the process inherits: a spec that scrubs a
@@ -22,6 +22,8 @@ export function specFingerprint(spec: RunSpec): string {
     spec.shell ?? false,
     // Descriptors can only be given at the start: a session started without them never has them.
     [...(spec.inheritFds ?? [])].sort((a, b) => a - b),
+    // So is the OOM score: the process and all it forks keep the one it started with.
+    spec.oomScoreAdj ?? null,
   ]);
   return crypto().createHash('sha256').update(identity).digest('hex').slice(0, 32);
 }

@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { whenAborted } from '../abort-watch.js';
 import { type Clock, nextTurn, type TimerHandle, within } from '../clock.js';
-import { type CgroupHost, type Containment, createContainment, throughShim } from '../containment/index.js';
+import {
+  type CgroupHost,
+  type Containment,
+  createContainment,
+  shimUnfaithful,
+  throughShim,
+} from '../containment/index.js';
 import { describeThrown, ProcwardenError } from '../errors.js';
 import { MAX_SIGNALLED, type StoppingRecord } from '../journal/index.js';
 import { type ChildHandle, type Members, type SendSignal, terminate } from '../kill/index.js';
@@ -271,8 +277,13 @@ export class ManagedRun implements RunHandle {
         newSession: false,
         ...(oomScore ? { oomScore } : {}),
       });
-      // The cgroup's shim sets the score too; elsewhere a shim does that alone (containment/shim.ts).
-      const prepared = held.oomScore ? throughShim(held, null) : held;
+      // The cgroup's shim sets the score too; elsewhere a shim does that alone (containment/shim.ts),
+      // where the default gives way to a command the shim would start otherwise than the spawn.
+      const unfaithful = held.oomScore && !held.oomScore.required ? shimUnfaithful(held) : null;
+      if (unfaithful)
+        this.notes.push(`oomScoreAdj: the command keeps this process's OOM score: ${unfaithful}`);
+      const prepared =
+        held.oomScore && !unfaithful ? throughShim(held, null) : { ...held, oomScore: undefined };
       // A cgroup holds the command wherever its group is: it may stay in ours (inheritGroup).
       const plan = this.spec.inheritGroup ? { ...prepared, newSession: false } : prepared;
       this.leadsGroup = plan.newSession;
