@@ -104,9 +104,23 @@ function shellInTmux(dir: string) {
 
 /** procwarden started at the prompt (`line` after `node CLI`), and its command, once both run. */
 async function start(t: ReturnType<typeof shellInTmux>, line: string, command: string, text = '') {
+  // Typed only at the prompt: keys sent while an interactive bash still starts up (a loaded CI run)
+  // were once never run as a command line.
+  await t.shows(/^pw\$/m);
   t.type(`${process.execPath} ${CLI} ${line}`, 'Enter');
   // The shell's only child: procwarden, once the fork has exec'ed node.
-  const cli = await waitFor(() => childrenOf(t.shell, 'node')[0], { what: 'procwarden started' });
+  let cli: number;
+  try {
+    cli = await waitFor(() => childrenOf(t.shell, 'node')[0], { what: 'procwarden started' });
+  } catch (error) {
+    const lines = t
+      .screen()
+      .split('\n')
+      .filter((l) => l.trim() !== '');
+    throw new Error(
+      `${(error as Error).message}; the screen's last lines: ${JSON.stringify(lines.slice(-8))}`,
+    );
+  }
   leaks.track(cli);
   const child = await waitFor(() => childrenOf(cli, command, text)[0], { what: `${command} started` });
   leaks.track(child);
