@@ -26,6 +26,11 @@ export class LeftoverHold {
     private readonly holdMs: number,
   ) {}
 
+  /** The hold began: the look for leftovers found some, and they are (or were) held. */
+  get begun(): boolean {
+    return this.since !== undefined;
+  }
+
   /** Nothing has ended the hold (it may not have begun: the look for leftovers may still run). */
   get open(): boolean {
     return this.endedAs === undefined;

@@ -120,8 +120,8 @@ export class ManagedRun implements RunHandle {
   private leftoversUnsure = false;
   /** leftovers: 'hold': what the run holds once its command has exited. */
   private readonly held: LeftoverHold | undefined;
-  /** The look for leftovers ran (a stop right at the command's end can come before it). */
-  private looked = false;
+  /** A stop that ended the hold before it began: the signal the look's termination starts with. */
+  private unheldSignal: NodeJS.Signals | undefined;
   private unverified = false;
   /** When the launcher reported the exit (Unix ms, as Windows dates a process's creation). */
   private exitHeardAt: number | null = null;
@@ -697,7 +697,6 @@ export class ManagedRun implements RunHandle {
   }
 
   private async handleLeftovers(): Promise<void> {
-    this.looked = true;
     let members: Members;
     try {
       members = await this.hold.members();
@@ -716,6 +715,7 @@ export class ManagedRun implements RunHandle {
     // Unconfirmed: a termination's scans stop what they read, and settle it (see Members).
     if (found && this.spec.leftovers === 'kill') this.beginTermination(this.spec.killSignal);
     else if (found && this.held?.open) await this.holdLeftovers(this.held, members);
+    else if (found && this.held) this.beginTermination(this.unheldSignal ?? this.spec.killSignal);
     else if (members.unconfirmed) {
       this.notes.push(
         `${members.unconfirmed}: whether the command left processes behind could not be confirmed`,
@@ -763,9 +763,14 @@ export class ManagedRun implements RunHandle {
     detail: string | undefined,
     signal: NodeJS.Signals = this.spec.killSignal,
   ): void {
-    if (!this.mayEndHold()) return;
-    this.held?.end(endedBy, detail);
-    this.beginTermination(signal);
+    if (!this.mayEndHold() || !this.held) return;
+    const begun = this.held.begun;
+    this.held.end(endedBy, detail);
+    if (begun) this.beginTermination(signal);
+    // Before the hold began, the look for leftovers runs first and ends what it finds with this
+    // signal, as leftovers: 'kill' would: a termination's first scan alone can miss a member caught
+    // between two execs, re-parented and unreadable (containment 'none' under load leaked one).
+    else this.unheldSignal = signal;
   }
 
   private finish(report: TerminateReport | null): void {
@@ -796,11 +801,8 @@ export class ManagedRun implements RunHandle {
         `the command's exit code 0 may be its death by ${this.realtimeSent}: Node reports a process killed by a real-time signal as exit code 0`,
       );
     const notes = [...this.notes, ...this.output.notes, ...(report?.notes ?? this.hold.notes ?? [])];
-    // An unsure look's count is what the termination it started found; so is a hold's ended before
-    // its look ran.
-    const heldUnlooked = this.held?.summary !== undefined && !this.looked;
-    const leftovers =
-      (this.leftoversUnsure || heldUnlooked) && report ? report.members.length : this.leftovers;
+    // An unsure look's count is what the termination it started found.
+    const leftovers = this.leftoversUnsure && report ? report.members.length : this.leftovers;
     const result: RunResult = {
       id: this.id,
       reason,
